@@ -1,0 +1,33 @@
+# arraybench: `make bench` and `make test` set everything up on a fresh machine.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv bench quick test lint clean
+
+venv: $(STAMP)
+
+# Every CPU framework, with torch pinned to the CPU wheel (constraints.txt): a plain `torch`
+# requirement would pull a multi-GB CUDA build. GPU users install their own CUDA builds.
+$(STAMP): pyproject.toml constraints.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found; run make PYTHON=/path/to/python3.11" >&2; exit 2; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[all,dev]'
+	touch $(STAMP)
+
+bench: venv
+	$(BIN)/arraybench run --output-dir benchmark_results
+
+quick: venv
+	$(BIN)/arraybench run --quick --output-dir benchmark_results/quick
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) benchmark_results .pytest_cache

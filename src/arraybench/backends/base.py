@@ -1,0 +1,145 @@
+"""The Backend interface: one adapter per array framework, imported only inside a worker."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+class Unavailable(Exception):
+    """The framework cannot run here; the message says why and how to fix it."""
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Variables every native thread pool reads at import; must be set before any import."""
+    n = str(threads)
+    return {
+        "OMP_NUM_THREADS": n,
+        "OPENBLAS_NUM_THREADS": n,
+        "MKL_NUM_THREADS": n,
+        "BLIS_NUM_THREADS": n,
+        "VECLIB_MAXIMUM_THREADS": n,
+        "NUMEXPR_NUM_THREADS": n,
+        "NUMBA_NUM_THREADS": n,
+        # JAX's CPU client sizes its pool from PJRT_NPROC (XLA_FLAGS' intra_op setting is ignored).
+        "PJRT_NPROC": n,
+        "TF_NUM_INTRAOP_THREADS": n,
+        "TF_NUM_INTEROP_THREADS": "1",
+    }
+
+
+def blas_info() -> list[dict[str, Any]]:
+    """The native thread pools loaded in this process, as threadpoolctl sees them."""
+    from threadpoolctl import threadpool_info
+
+    keep = ("user_api", "internal_api", "num_threads", "version", "architecture", "prefix")
+    return [{k: pool.get(k) for k in keep} for pool in threadpool_info()]
+
+
+def to_host_tree(out: Any, leaf: Callable[[Any], np.ndarray]) -> Any:
+    """Apply `leaf` to every array in a (possibly nested) tuple/list/dict output."""
+    if isinstance(out, tuple | list):
+        return type(out)(to_host_tree(o, leaf) for o in out)
+    if isinstance(out, dict):
+        return {k: to_host_tree(v, leaf) for k, v in out.items()}
+    return leaf(out)
+
+
+class Backend:
+    """Adapter for one framework.
+
+    Class attributes and classmethods work without importing the framework (the main process
+    uses them to plan); `load()` imports it inside a worker whose environment `env()` set first.
+    """
+
+    name: ClassVar[str]
+    module: ClassVar[str]
+    distribution: ClassVar[str]
+    extra: ClassVar[str]
+    devices_supported: ClassVar[tuple[str, ...]] = ("cpu",)
+    jit_modes: ClassVar[tuple[str, ...]] = ()
+    jit_name: ClassVar[str | None] = None
+
+    def __init__(self, threads: int, dtype: str, device: str = "cpu") -> None:
+        self.threads = threads
+        self.dtype = dtype
+        self.device = device
+
+    # --- without importing the framework -------------------------------------------------
+    @classmethod
+    def installed(cls) -> tuple[bool, str]:
+        """Whether the framework can be imported, with the reason and the fix when not."""
+        if importlib.util.find_spec(cls.module) is None:
+            return False, f"{cls.module} is not installed (pip install 'arraybench[{cls.extra}]')"
+        return True, ""
+
+    @classmethod
+    def version(cls) -> str | None:
+        try:
+            return importlib.metadata.version(cls.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    @classmethod
+    def modes(cls) -> tuple[str, ...]:
+        return ("eager", *cls.jit_modes)
+
+    def env(self) -> dict[str, str]:
+        """Environment for the worker process, applied before the framework is imported."""
+        return thread_env(self.threads)
+
+    # --- inside the worker ---------------------------------------------------------------
+    def load(self) -> None:
+        """Import the framework and apply thread and precision settings; raise Unavailable."""
+        raise NotImplementedError
+
+    def info(self) -> dict[str, Any]:
+        """Version, device, verified threads and precision settings, recorded with each case."""
+        return {
+            "version": self.version(),
+            "device": self.device,
+            "threads_requested": self.threads,
+            "cpu_affinity": len(os.sched_getaffinity(0)),
+            "blas": blas_info(),
+        }
+
+    def devices(self) -> list[str]:
+        return ["cpu"]
+
+    def to_device(self, a: np.ndarray) -> Any:
+        return a
+
+    def to_host(self, out: Any) -> Any:
+        return to_host_tree(out, np.asarray)
+
+    @property
+    def asynchronous(self) -> bool:
+        """Whether a call can return before its result exists (then the Timer syncs each call)."""
+        return False
+
+    def sync(self, out: Any) -> None:
+        """Block until `out` is computed. Called inside the timed region."""
+
+    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        """Compile `fn` the framework's idiomatic way (used by write-once workloads)."""
+        raise Unavailable(f"{self.name} has no {mode} mode")
+
+    @property
+    def xp(self) -> Any:
+        """The array namespace user workloads compute with."""
+        raise NotImplementedError
+
+    def peak_memory(self) -> int | None:
+        """Peak device memory in bytes since load, where the framework can tell."""
+        return None
+
+    def check_dtype(self, x: Any) -> None:
+        """Refuse silent down-casts (JAX without x64 turns float64 into float32)."""
+        got = str(getattr(x, "dtype", self.dtype)).replace("torch.", "").replace("<dtype: '", "").rstrip("'>")
+        if got != self.dtype and got in ("float32", "float64"):
+            raise Unavailable(f"{self.name} made a {got} array from {self.dtype} input")

@@ -1,0 +1,38 @@
+"""Numba: NumPy code compiled by @njit on the CPU; its BLAS calls go through SciPy's OpenBLAS."""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from arraybench.backends.base import Backend, Unavailable
+
+
+class NumbaBackend(Backend):
+    name = "numba"
+    module = "numba"
+    distribution = "numba"
+    extra = "numba"
+    jit_modes = ("jit",)
+    jit_name = "numba.njit"
+
+    def load(self) -> None:
+        try:
+            import numba
+            import scipy  # noqa: F401  (numba's np.dot needs SciPy's BLAS)
+        except ImportError as e:
+            raise Unavailable(f"{e} (pip install 'arraybench[numba]')") from e
+        self.numba = numba
+
+    def info(self) -> dict[str, Any]:
+        info = super().info()
+        info["threads_verified"] = self.numba.get_num_threads()
+        info["threading_layer"] = self.numba.config.THREADING_LAYER
+        return info
+
+    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        return self.numba.njit(fn)
+
+    @property
+    def xp(self) -> Any:
+        return np

@@ -1,0 +1,114 @@
+"""TensorFlow: eager ops and XLA-compiled tf.function on CPU or GPU."""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from arraybench.backends.base import Backend, Unavailable, to_host_tree
+
+
+class TensorflowBackend(Backend):
+    name = "tensorflow"
+    module = "tensorflow"
+    distribution = "tensorflow-cpu"
+    extra = "tensorflow"
+    devices_supported = ("cpu", "gpu")
+    jit_modes = ("jit",)
+    jit_name = "tf.function(jit_compile=True)"
+
+    @classmethod
+    def version(cls) -> str | None:
+        import importlib.metadata
+
+        for dist in ("tensorflow-cpu", "tensorflow", "tensorflow-gpu"):
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return None
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # drop INFO and WARNING chatter, keep errors
+        env["TF_ENABLE_ONEDNN_OPTS"] = "1"
+        if self.device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = "-1"
+        return env
+
+    def load(self) -> None:
+        try:
+            import tensorflow as tf
+        except ImportError as e:
+            raise Unavailable(f"{e} (pip install 'arraybench[tensorflow]')") from e
+        tf.get_logger().setLevel("ERROR")
+        # Must happen before the first op creates the runtime.
+        tf.config.threading.set_intra_op_parallelism_threads(self.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        if self.device == "gpu":
+            gpus = tf.config.list_physical_devices("GPU")
+            if not gpus:
+                raise Unavailable("TensorFlow sees no GPU")
+            tf.config.experimental.set_memory_growth(gpus[0], True)
+            self.dev_name = "/GPU:0"
+        else:
+            self.dev_name = "/CPU:0"
+        self.tf = tf
+        self._sync_devices = getattr(tf.test.experimental, "sync_devices", None)
+        self._synchronous = bool(tf.config.experimental.get_synchronous_execution())
+
+    def info(self) -> dict[str, Any]:
+        info = super().info()
+        info["threads_verified"] = self.tf.config.threading.get_intra_op_parallelism_threads()
+        info["inter_op_threads"] = self.tf.config.threading.get_inter_op_parallelism_threads()
+        info["tf32"] = bool(self.tf.config.experimental.tensor_float_32_execution_enabled())
+        info["synchronous_execution"] = self._synchronous
+        info["sync"] = "tf.test.experimental.sync_devices" if self._sync_devices else ".numpy() copy"
+        return info
+
+    def devices(self) -> list[str]:
+        return [d.name for d in self.tf.config.list_logical_devices()]
+
+    def to_device(self, a: np.ndarray) -> Any:
+        with self.tf.device(self.dev_name):
+            x = self.tf.identity(self.tf.convert_to_tensor(a))
+        self.check_dtype(x)
+        return x
+
+    def to_host(self, out: Any) -> Any:
+        return to_host_tree(out, lambda t: t.numpy() if hasattr(t, "numpy") else np.asarray(t))
+
+    @property
+    def asynchronous(self) -> bool:
+        return self.device == "gpu" or not self._synchronous
+
+    def sync(self, out: Any) -> None:
+        if self.device == "cpu" and self._synchronous:
+            return  # TF's synchronous executor: on the CPU the result exists when the call returns
+        if self._sync_devices is not None:
+            self._sync_devices()
+        else:
+            to_host_tree(out, lambda t: t.numpy())
+
+    def run_on_device(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Place every op `fn` creates on this backend's device."""
+        tf, dev = self.tf, self.dev_name
+
+        def placed(*args: Any) -> Any:
+            with tf.device(dev):
+                return fn(*args)
+
+        return placed
+
+    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        return self.run_on_device(self.tf.function(fn, jit_compile=True))
+
+    @property
+    def xp(self) -> Any:
+        return self.tf.experimental.numpy
+
+    def peak_memory(self) -> int | None:
+        if self.device != "gpu":
+            return None
+        return self.tf.config.experimental.get_memory_info("GPU:0")["peak"]

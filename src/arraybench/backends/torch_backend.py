@@ -1,0 +1,100 @@
+"""PyTorch: eager tensors and torch.compile (Inductor) on CPU or CUDA."""
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arraybench.backends.base import Backend, Unavailable, to_host_tree
+
+
+def inductor_cache_dir() -> str:
+    """Inductor's on-disk cache, kept across runs so a cold torch.compile is paid once a machine."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "arraybench" / "torchinductor")
+
+
+class TorchBackend(Backend):
+    name = "torch"
+    module = "torch"
+    distribution = "torch"
+    extra = "torch"
+    devices_supported = ("cpu", "gpu")
+    jit_modes = ("jit",)
+    jit_name = "torch.compile"
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
+        env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "1"
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile-worker pool beside the timed process
+        if self.device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""
+        return env
+
+    def load(self) -> None:
+        try:
+            import torch
+        except ImportError as e:
+            raise Unavailable(f"{e} (pip install 'arraybench[torch]')") from e
+        torch.set_num_threads(self.threads)
+        torch.set_num_interop_threads(1)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        if self.device == "gpu":
+            if not torch.cuda.is_available():
+                raise Unavailable("torch sees no CUDA device (CPU build, or no driver)")
+            self.dev = torch.device("cuda", 0)
+        else:
+            self.dev = torch.device("cpu")
+        self.torch = torch
+
+    def info(self) -> dict[str, Any]:
+        info = super().info()
+        t = self.torch
+        info["threads_verified"] = t.get_num_threads()
+        info["interop_threads"] = t.get_num_interop_threads()
+        info["tf32"] = bool(t.backends.cuda.matmul.allow_tf32)
+        info["float32_matmul_precision"] = t.get_float32_matmul_precision()
+        info["mkldnn"] = bool(t.backends.mkldnn.is_available())
+        if self.device == "gpu":
+            info["device_name"] = t.cuda.get_device_name(self.dev)
+            info["cuda"] = t.version.cuda
+        return info
+
+    def devices(self) -> list[str]:
+        t = self.torch
+        return ["cpu"] + [f"cuda:{i} {t.cuda.get_device_name(i)}" for i in range(t.cuda.device_count())]
+
+    def to_device(self, a: np.ndarray) -> Any:
+        x = self.torch.from_numpy(np.ascontiguousarray(a)).to(self.dev)
+        if self.device == "cpu":
+            x = x.clone()  # own its memory rather than alias the host array
+        self.check_dtype(x)
+        return x
+
+    def to_host(self, out: Any) -> Any:
+        return to_host_tree(out, lambda t: t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t))
+
+    @property
+    def asynchronous(self) -> bool:
+        return self.device == "gpu"
+
+    def sync(self, out: Any) -> None:
+        if self.device == "gpu":
+            self.torch.cuda.synchronize(self.dev)
+
+    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        return self.torch.compile(fn, dynamic=False)
+
+    @property
+    def xp(self) -> Any:
+        return self.torch
+
+    def peak_memory(self) -> int | None:
+        if self.device != "gpu":
+            return None
+        return int(self.torch.cuda.max_memory_allocated(self.dev))

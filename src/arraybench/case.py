@@ -1,0 +1,65 @@
+"""Case: the frozen, hashable spec of one measurement; its id keys resume and compare."""
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MODES = ("eager", "jit")
+DTYPES = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class Case:
+    """What is measured: one workload at one parameter point on one backend configuration."""
+
+    workload: str
+    params: tuple[tuple[str, Any], ...]
+    backend: str
+    mode: str
+    dtype: str
+    threads: int
+    device: str = "cpu"
+    # Set for user workloads: the file that defines `workload`, so a worker can import it.
+    source: str | None = field(default=None, compare=False)
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def id(self) -> str:
+        """Stable across runs and machines: the same spec always has the same id."""
+        spec = {
+            "workload": self.workload,
+            "params": sorted(self.params),
+            "backend": self.backend,
+            "mode": self.mode,
+            "dtype": self.dtype,
+            "threads": self.threads,
+            "device": self.device,
+        }
+        digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
+        return f"{self.workload}[{self.label_params}]/{self.backend}-{self.mode}/{self.dtype}/{self.device}/t{self.threads}/{digest}"
+
+    @property
+    def label_params(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.params)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["params"] = self.params_dict
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Case":
+        return cls(
+            workload=d["workload"],
+            params=tuple(sorted(d["params"].items())),
+            backend=d["backend"],
+            mode=d["mode"],
+            dtype=d["dtype"],
+            threads=int(d["threads"]),
+            device=d.get("device", "cpu"),
+            source=d.get("source"),
+        )

@@ -1,0 +1,257 @@
+"""Command line: a thin layer over plan, runner, results and report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from arraybench import __version__
+from arraybench.errors import UsageError
+
+EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line, exit 2) instead of printing usage and exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return value
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="arraybench", description="Honest benchmarks of array frameworks.")
+    p.add_argument("--version", action="version", version=f"arraybench {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    run = sub.add_parser("run", help="measure workloads on backends")
+    run.add_argument("--workloads", help="comma-separated workload names (default: linreg)")
+    run.add_argument("--backends", help="comma-separated backends (default: all)")
+    run.add_argument("--modes", help="eager,jit (default: both)")
+    run.add_argument("--sizes", help="preset names and/or values of each workload's size parameter")
+    run.add_argument("--params", help="override workload parameters, e.g. n=1000,iters=10")
+    run.add_argument("--dtype", default="float32", help="float32 or float64 (default float32)")
+    run.add_argument("--threads", type=int, help="threads for every backend (default: all cores)")
+    run.add_argument("--devices", default="cpu", help="cpu, gpu or cpu,gpu (default cpu)")
+    run.add_argument("--seed", type=int, default=0, help="seed for inputs and case order")
+    run.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per case")
+    run.add_argument("--min-time", type=positive_float, help="seconds of sampling per case (default 1)")
+    run.add_argument("--max-time", type=positive_float, help="cap on sampling per case (default 20)")
+    run.add_argument("--min-samples", type=positive_int, help="samples per case at least (default 10)")
+    run.add_argument("--output-dir", default="benchmark_results", help="where results and report go")
+    run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
+    run.add_argument("--workload-file", help="a Python file defining your own workloads")
+
+    sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
+    env = sub.add_parser("env", help="machine, software and the settings that change results")
+    env.add_argument("--json", action="store_true")
+    env.add_argument("--threads", type=int, help="thread count to verify (default: all cores)")
+
+    rep = sub.add_parser("report", help="rebuild the report from results files")
+    rep.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
+    rep.add_argument("--output-dir", default="benchmark_results")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        if debug:
+            raise
+        print(f"arraybench: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("\narraybench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from arraybench import environment
+    from arraybench.plan import RunSettings, build_plan, parse_list, parse_params
+    from arraybench.report.table import render_text
+    from arraybench.results import ResultsWriter, load_results
+    from arraybench.runner import Progress, Runner
+    from arraybench.timing import TimerConfig
+
+    if args.resume:
+        out_dir = Path(args.resume)
+        previous = load_results(out_dir)
+        settings = RunSettings.from_dict(previous.settings)
+        done = {r["id"] for r in previous.records}
+        header = None
+        print(f"resuming {out_dir}: {len(done)} cases already measured", file=sys.stderr)
+    else:
+        out_dir = Path(args.output_dir)
+        timer = TimerConfig()
+        timer = TimerConfig(
+            **{
+                **timer.__dict__,
+                **({"min_time": args.min_time} if args.min_time else {}),
+                **({"max_time": args.max_time} if args.max_time else {}),
+                **({"min_samples": args.min_samples} if args.min_samples else {}),
+            }
+        )
+        settings = RunSettings(timer=timer, seed=args.seed, timeout=args.timeout, dtype=args.dtype)
+        settings.workloads = parse_list(args.workloads) or settings.workloads
+        settings.backends = parse_list(args.backends) or settings.backends
+        settings.modes = parse_list(args.modes) or settings.modes
+        settings.sizes = parse_list(args.sizes)
+        settings.params = parse_params(args.params)
+        settings.devices = parse_list(args.devices) or settings.devices
+        settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
+        if args.threads is not None:
+            settings.threads = args.threads
+        done = set()
+        header = None
+    plan = build_plan(settings)
+    todo = [c for c in plan if c.id not in done]
+    if not args.resume:
+        header = {
+            "schema": 1,
+            "arraybench_version": __version__,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "settings": settings.to_dict(),
+            "environment": environment.collect(),
+            "plan_size": len(plan),
+        }
+    try:
+        writer = ResultsWriter(out_dir / "results.jsonl", header)
+    except OSError as e:
+        raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e.strerror}") from None
+    print(f"arraybench {__version__}: {len(todo)} cases, {settings.dtype}, {settings.threads} threads "
+          f"-> {out_dir / 'results.jsonl'}", file=sys.stderr)
+    runner = Runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
+                    on_record=Progress(len(todo)))
+    try:
+        runner.run(todo)
+    except KeyboardInterrupt:
+        writer.close()
+        kept = len(load_results(out_dir).records)
+        print(f"\narraybench: interrupted; {kept} finished cases kept in {out_dir / 'results.jsonl'}\n"
+              f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    writer.close()
+    results = load_results(out_dir)
+    records = list(results.latest().values())
+    print(render_text(records))
+    write_report(results, out_dir)
+    failed = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crashed")]
+    if failed:
+        print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",
+              file=sys.stderr)
+        return EXIT_FAILED_CASES
+    return EXIT_OK
+
+
+def write_report(results: Any, out_dir: Path) -> None:
+    from arraybench.report.table import render_markdown
+
+    records = list(results.latest().values())
+    (out_dir / "report.md").write_text("# arraybench report\n\n" + render_markdown(records) + "\n")
+    print(f"\nreport: {out_dir / 'report.md'}", file=sys.stderr)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from arraybench.backends import BACKENDS
+    from arraybench.probe import probe
+    from arraybench.workloads import WORKLOADS
+
+    print("Workloads")
+    for wl in WORKLOADS.values():
+        presets = ", ".join(f"{k}" for k in wl.presets)
+        print(f"  {wl.name:<18} {wl.description}")
+        print(f"  {'':<18} size parameter {wl.size_param!r}; presets: {presets}")
+        for b in BACKENDS:
+            modes = [m for (bb, m) in wl.impls if bb == b]
+            why = [f"{m}: {r}" for (bb, m), r in wl.unsupported.items() if bb == b]
+            if modes or why:
+                print(f"  {'':<18}   {b:<11} {', '.join(modes) or '—'}" + (f"  ({'; '.join(why)})" if why else ""))
+    print("\nBackends")
+    for name, status in probe().items():
+        cls = BACKENDS[name]
+        info = status["info"]
+        version = info.get("version") or cls.version() or "not installed"
+        if status["available"]:
+            devices = ", ".join(info.get("devices", [])) or "cpu"
+            print(f"  {name:<11} {version:<14} available; devices: {devices}; JIT: {cls.jit_name or '—'}")
+        else:
+            print(f"  {name:<11} {version:<14} unavailable: {status['reason']}")
+    return EXIT_OK
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from arraybench import environment
+    from arraybench.plan import default_threads
+    from arraybench.probe import probe
+
+    threads = args.threads or default_threads()
+    env = environment.collect()
+    env["backends"] = probe(threads=threads)
+    if args.json:
+        print(json.dumps(env, indent=2, default=str))
+        return EXIT_OK
+    print(f"machine   {environment.fingerprint(env)}")
+    print(f"cpu       {env['cpu_model']}; {env['cpu_logical']} logical, {env['cpu_physical']} physical, "
+          f"{env['cpu_affinity']} usable")
+    print(f"memory    {env['memory_bytes'] / 2**30:.1f} GiB")
+    print(f"os        {env['os']}; Python {env['python']}")
+    for g in env["gpus"]:
+        print(f"gpu       {g['name']} {g['memory']} driver {g['driver']}")
+    print(f"\nbackends at --threads {threads}:")
+    for name, st in env["backends"].items():
+        info = st["info"]
+        if not st["available"]:
+            print(f"  {name:<11} unavailable: {st['reason']}")
+            continue
+        extras = {k: v for k, v in info.items() if k in ("x64", "tf32", "matmul_precision", "float32_matmul_precision", "synchronous_execution", "threading_layer")}
+        blas = "; ".join(f"{b['internal_api']} {b['version']} {b['num_threads']} threads" for b in info.get("blas", []))
+        print(f"  {name:<11} {info.get('version')}: threads verified {info.get('threads_verified')}"
+              + (f"; {extras}" if extras else "") + (f"; BLAS: {blas}" if blas else ""))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from arraybench.report.table import render_text
+    from arraybench.results import Results, load_results, merge
+
+    loaded = [load_results(p) for p in args.results]
+    for res in loaded:
+        for w in res.warnings:
+            print(f"arraybench: warning: {w}", file=sys.stderr)
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    combined = Results(header=loaded[0].header, records=merge(loaded))
+    print(render_text(list(combined.latest().values())))
+    write_report(combined, out_dir)
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "env": cmd_env, "report": cmd_report}

@@ -1,0 +1,135 @@
+"""Runs one Case inside a worker: inputs, transfer, build, time, check; returns its record."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from typing import Any
+
+from arraybench.backends.base import Backend, Unavailable
+from arraybench.case import Case
+from arraybench.timing import Timer, TimerConfig
+from arraybench.workloads import resolve_workload
+from arraybench.workloads.base import Workload
+
+STATUSES = ("ok", "wrong", "error", "timeout", "crashed", "unavailable", "unsupported")
+
+
+def input_seed(run_seed: int, case: Case) -> int:
+    """Seed for a case's inputs: shared by every backend, mode and dtype of one parameter point."""
+    key = f"{run_seed}|{case.workload}|{sorted(case.params)}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
+
+
+def case_size(case: Case) -> Any:
+    """The value of the workload's size parameter: the x axis of tables and plots."""
+    try:
+        return case.params_dict.get(resolve_workload(case.workload, case.source).size_param)
+    except Exception:  # an unloadable user workload still gets a record
+        return None
+
+
+def blank_record(case: Case, status: str, error: str = "") -> dict[str, Any]:
+    """A record with every field present, for cases that never reached the timer."""
+    return {
+        "id": case.id,
+        **case.to_dict(),
+        "size": case_size(case),
+        "status": status,
+        "error": error,
+        "first_call_s": None,
+        "transfer_s": None,
+        "to_host_s": None,
+        "build_s": None,
+        "samples_s": [],
+        "loops": None,
+        "median_s": None,
+        "iqr_s": None,
+        "flops": None,
+        "bytes": None,
+        "max_abs_err": None,
+        "rel_err": None,
+        "tolerance": None,
+        "correct": None,
+    }
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+
+
+class CaseExecutor:
+    """Holds a loaded backend and caches references, so a worker can run many cases."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._refs: dict[tuple[str, int, str], Any] = {}
+
+    def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> Any:
+        key = (case.workload, seed, case.dtype)
+        if key not in self._refs:
+            self._refs = {key: wl.expected(inputs, case.params_dict)}  # keep one: they can be big
+        return self._refs[key]
+
+    def run(self, case: Case, config: TimerConfig, run_seed: int) -> dict[str, Any]:
+        be = self.backend
+        rec = blank_record(case, "error")
+        try:
+            wl = resolve_workload(case.workload, case.source)
+            params = case.params_dict
+            rec["flops"], rec["bytes"] = wl.work(params, case.dtype)
+            builder = wl.builder(case.backend, case.mode)
+            if builder is None:
+                reason = wl.unsupported.get((case.backend, case.mode), f"no {case.mode} implementation")
+                rec.update(status="unsupported", error=reason)
+                return rec
+            seed = input_seed(run_seed, case)
+            host = wl.host_inputs(seed, case.dtype, params)
+            ref = self.reference(wl, seed, case, host)
+
+            t0 = time.perf_counter()
+            args = tuple(be.to_device(a) for a in host)
+            be.sync(args)
+            rec["transfer_s"] = time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            fn = builder(be, **params)
+            rec["build_s"] = time.perf_counter() - t0
+
+            sync = be.sync if be.asynchronous else None
+            timing = Timer(fn, args, sync=sync, config=config).run()
+            m = timing.measurement
+
+            t0 = time.perf_counter()
+            out = be.to_host(timing.last_output)
+            rec["to_host_s"] = time.perf_counter() - t0
+            check = wl.check(out, ref, case.dtype, params)
+
+            rec.update(
+                status="ok" if check.correct else "wrong",
+                error="" if check.correct else _wrong_reason(check),
+                first_call_s=timing.first_call_s,
+                samples_s=list(m.samples),
+                loops=m.loops,
+                warmup_calls=timing.warmup_calls,
+                overhead_s=timing.overhead_s,
+                max_abs_err=check.max_abs_err,
+                rel_err=check.rel_err,
+                tolerance=check.tolerance,
+                correct=check.correct,
+                peak_memory_bytes=be.peak_memory(),
+                **m.summary(),
+            )
+        except Unavailable as e:
+            rec.update(status="unsupported", error=str(e))
+        except Exception as e:  # a user's or framework's failure is this case's result
+            rec.update(status="error", error=one_line(e), traceback=traceback.format_exc(limit=8))
+        return rec
+
+
+def _wrong_reason(check: Any) -> str:
+    if check.detail:
+        return f"wrong result: {check.detail}"
+    return f"wrong result: relative error {check.rel_err:.3g} > tolerance {check.tolerance:.3g}"

@@ -1,0 +1,40 @@
+"""Probe: starts each backend's worker once to learn its version, devices and verified settings."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from arraybench.backends import BACKENDS
+from arraybench.case import Case
+from arraybench.runner import Worker, WorkerDied, WorkerTimeout
+
+
+def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "float64") -> dict[str, dict[str, Any]]:
+    """Per backend: {"available": bool, "reason": str, "info": {...}} — started in parallel."""
+    names = backends or list(BACKENDS)
+    out: dict[str, dict[str, Any]] = {}
+    started: dict[str, Worker] = {}
+    log_dir = Path(tempfile.mkdtemp(prefix="arraybench-probe-"))
+    for name in names:
+        cls = BACKENDS[name]
+        ok, reason = cls.installed()
+        if not ok:
+            out[name] = {"available": False, "reason": reason, "info": {"version": cls.version()}}
+            continue
+        device = cls.devices_supported[0]
+        case = Case("probe", (), name, "eager", dtype, threads, device)
+        started[name] = Worker(case, log_dir)
+    for name, worker in started.items():
+        try:
+            worker.start()
+            if worker.unavailable is not None:
+                out[name] = {"available": False, "reason": worker.unavailable, "info": {}}
+            else:
+                out[name] = {"available": True, "reason": "", "info": worker.info or {}}
+        except (WorkerDied, WorkerTimeout) as e:
+            out[name] = {"available": False, "reason": f"failed to start: {e}", "info": {}}
+        finally:
+            worker.kill()
+    return {name: out[name] for name in names}

@@ -1,0 +1,112 @@
+"""Terminal and Markdown tables: rows backend·mode, columns sizes, one table per workload."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from arraybench.runner import format_seconds
+
+FAILED = ("wrong", "error", "timeout", "crashed")
+
+
+def row_label(r: dict[str, Any], devices: set[str]) -> str:
+    label = f"{r['backend']}·{r['mode']}"
+    return f"{label}·{r.get('device', 'cpu')}" if len(devices) > 1 else label
+
+
+def speedups(records: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Per record id: NumPy's median over this one's, at the same workload, params and dtype."""
+    recs = list(records)
+    base = {
+        (r["workload"], _params_key(r), r["dtype"]): r["median_s"]
+        for r in recs
+        if r["backend"] == "numpy" and r["mode"] == "eager" and r["status"] == "ok"
+    }
+    out = {}
+    for r in recs:
+        b = base.get((r["workload"], _params_key(r), r["dtype"]))
+        if b and r["status"] == "ok" and r.get("median_s"):
+            out[r["id"]] = b / r["median_s"]
+    return out
+
+
+def _params_key(r: dict[str, Any]) -> tuple:
+    return tuple(sorted(r["params"].items()))
+
+
+def _size_key(v: Any) -> tuple:
+    return (0, v) if isinstance(v, int | float) else (1, str(v))
+
+
+def cell(r: dict[str, Any], speedup: float | None) -> str:
+    status = r["status"]
+    if status == "ok":
+        iqr = 100 * r["iqr_s"] / r["median_s"] if r["median_s"] else 0.0
+        parts = [f"{format_seconds(r['median_s'])} ±{iqr:.0f}%"]
+        if speedup is not None:
+            parts.append(f"{speedup:.2f}×")
+        if r.get("first_call_s") is not None:
+            parts.append(f"1st {format_seconds(r['first_call_s'])}")
+        return " · ".join(parts) + (" (noisy)" if r.get("noisy") else "")
+    if status == "wrong":
+        return f"WRONG (rel err {r.get('rel_err', float('nan')):.1e})"
+    return status.upper() if status in FAILED else status
+
+
+def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Per workload: (title, header, rows, notes). Notes carry every failure's reason."""
+    by_wl: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_wl[r["workload"]].append(r)
+    sp = speedups(records)
+    out = []
+    for wl in sorted(by_wl):
+        recs = by_wl[wl]
+        devices = {r.get("device", "cpu") for r in recs}
+        sizes = sorted({r.get("size") for r in recs}, key=_size_key)
+        dtypes = sorted({r["dtype"] for r in recs})
+        rows_by_label: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
+        for r in recs:
+            rows_by_label[row_label(r, devices)][r.get("size")] = r
+        header = ["backend·mode", *[f"size {s}" for s in sizes]]
+        rows = []
+        for label in sorted(rows_by_label):
+            cells = rows_by_label[label]
+            rows.append([label, *[cell(cells[s], sp.get(cells[s]["id"])) if s in cells else "" for s in sizes]])
+        best = []
+        for s in sizes:
+            ok = [r for r in recs if r.get("size") == s and r["status"] == "ok"]
+            if ok:
+                fastest = min(ok, key=lambda r: r["median_s"])
+                best.append(f"size {s}: fastest correct is {row_label(fastest, devices)} ({format_seconds(fastest['median_s'])})")
+        notes = best + sorted(
+            {f"{row_label(r, devices)} at size {r.get('size')}: {r['status']} — {r['error']}"
+             for r in recs if r["status"] not in ("ok",) and r.get("error")}
+        )
+        title = f"{wl} ({', '.join(dtypes)}; median per call ± IQR · speedup vs numpy · first call)"
+        out.append((title, header, rows, notes))
+    return out
+
+
+def render_text(records: list[dict[str, Any]]) -> str:
+    blocks = []
+    for title, header, rows, notes in tables(records):
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+        line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+        body = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+        blocks.append("\n".join([title, line, "-" * len(line), *body, *[f"  {n}" for n in notes]]))
+    return "\n\n".join(blocks)
+
+
+def render_markdown(records: list[dict[str, Any]]) -> str:
+    blocks = []
+    for title, header, rows, notes in tables(records):
+        esc = [[c.replace("|", "\\|") for c in row] for row in rows]
+        md = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        md += ["| " + " | ".join(row) + " |" for row in esc]
+        if notes:
+            md += [""] + [f"- {n}" for n in notes]
+        blocks.append("\n".join(md))
+    return "\n\n".join(blocks)

@@ -1,0 +1,151 @@
+"""Results: the versioned JSON Lines format on disk (a header line, then one line per case).
+
+Schema history (keep old fixtures in tests/fixtures so the loader never silently breaks):
+  1 — first version: header {"type": "header", "schema": 1, ...}; case lines {"type": "case", ...}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arraybench.errors import UsageError
+
+SCHEMA = 1
+FINAL_STATUSES = ("ok", "wrong", "error", "timeout", "crashed", "unavailable", "unsupported")
+
+
+@dataclass
+class Results:
+    """One results file: its header (run settings and environment) and its case records."""
+
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+    path: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.header.get("settings", {})
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        return self.header.get("environment", {})
+
+    def latest(self) -> dict[str, dict[str, Any]]:
+        """The last record of each case id (a resumed run may have retried a case)."""
+        return {r["id"]: r for r in self.records}
+
+
+class ResultsWriter:
+    """Appends records to a results file, each flushed to disk the moment it exists."""
+
+    def __init__(self, path: Path, header: dict[str, Any] | None) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not path.exists() or path.stat().st_size == 0
+        if not fresh and header is not None:
+            raise UsageError(f"{path} already exists; use --resume {path.parent} or another --output-dir")
+        if not fresh:
+            _drop_torn_tail(path)
+        self._f = path.open("a", encoding="utf-8")
+        if fresh:
+            if header is None:
+                raise UsageError(f"{path} is empty; nothing to resume")
+            self._write({"type": "header", **header})
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self._f.write(json.dumps(obj, default=_jsonable, allow_nan=True) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._write({"type": "case", **record})
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "item"):
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last line that a kill left half-written, so appends start on a clean line."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def load_results(path: str | os.PathLike[str]) -> Results:
+    """Read and validate a results file; every problem is a one-line UsageError."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.jsonl"
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"results file {str(p)!r} does not exist") from None
+    except OSError as e:
+        raise UsageError(f"cannot read results file {str(p)!r}: {e.strerror}") from None
+    if not raw.strip():
+        raise UsageError(f"results file {str(p)!r} is empty")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"results file {str(p)!r} is not text (not a results file)") from None
+    lines = text.split("\n")
+    warnings: list[str] = []
+    if lines[-1] == "":
+        lines.pop()
+    elif len(lines) > 1:
+        # No final newline: the writer was killed mid-line. Never parse the fragment as data.
+        lines.pop()
+        warnings.append(f"{p}: dropped a torn last line (the run was interrupted while writing it)")
+    objs = []
+    for i, line in enumerate(lines, 1):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            raise UsageError(f"results file {str(p)!r} line {i} is not JSON") from None
+        if not isinstance(obj, dict):
+            raise UsageError(f"results file {str(p)!r} line {i} is not a JSON object")
+        objs.append(obj)
+    header = objs[0]
+    if header.get("type") != "header" or "schema" not in header:
+        raise UsageError(f"results file {str(p)!r} has no arraybench header on line 1")
+    schema = header["schema"]
+    if not isinstance(schema, int) or schema < 1:
+        raise UsageError(f"results file {str(p)!r} has an invalid schema {schema!r}")
+    if schema > SCHEMA:
+        raise UsageError(
+            f"results file {str(p)!r} has schema {schema}, newer than this arraybench reads ({SCHEMA}); upgrade arraybench"
+        )
+    records = []
+    for i, obj in enumerate(objs[1:], 2):
+        if obj.get("type") != "case":
+            continue
+        missing = [k for k in ("id", "workload", "backend", "mode", "status") if k not in obj]
+        if missing:
+            raise UsageError(f"results file {str(p)!r} line {i} lacks {', '.join(missing)}")
+        records.append(obj)
+    return Results(header=header, records=records, path=p, warnings=warnings)
+
+
+def merge(results: Iterable[Results]) -> list[dict[str, Any]]:
+    """All records of several files, each tagged with the machine it ran on."""
+    out = []
+    for res in results:
+        machine = res.environment.get("hostname", "?")
+        for r in res.records:
+            out.append({**r, "machine": r.get("machine", machine)})
+    return out

@@ -1,0 +1,259 @@
+"""Runner: executes a plan in isolated worker processes, writing each record as soon as it exists."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from arraybench.backends import backend_class
+from arraybench.case import Case
+from arraybench.execute import blank_record
+from arraybench.results import ResultsWriter
+from arraybench.timing import TimerConfig
+
+WorkerKey = tuple[str, int, str, str]  # backend, threads, dtype, device
+STARTUP_TIMEOUT = 180.0
+
+
+def worker_env(case: Case) -> dict[str, str]:
+    """The worker's environment: ours, plus the backend's settings, plus our own import path."""
+    be = backend_class(case.backend)(case.threads, case.dtype, case.device)
+    env = dict(os.environ)
+    env.update(be.env())
+    src = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def signal_name(returncode: int | None) -> str:
+    if returncode is None:
+        return "unknown"
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+class Worker:
+    """One running `python -m arraybench.worker` process and its JSON-lines pipe."""
+
+    def __init__(self, case: Case, log_dir: Path) -> None:
+        self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}.log"
+        self._log = self.log_path.open("ab")
+        cmd = [
+            sys.executable, "-m", "arraybench.worker",
+            "--backend", case.backend, "--threads", str(case.threads),
+            "--dtype", case.dtype, "--device", case.device,
+        ]
+        # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            env=worker_env(case), start_new_session=True,
+        )
+        self._buf = b""
+        self.info: dict[str, Any] | None = None
+        self.unavailable: str | None = None
+
+    def start(self) -> None:
+        msg = self.read(STARTUP_TIMEOUT)
+        if msg["type"] == "ready":
+            self.info = msg["info"]
+        else:
+            self.unavailable = msg["reason"]
+
+    def read(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerTimeout
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                self.proc.wait()
+                raise WorkerDied(self.death_reason())
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def death_reason(self) -> str:
+        code = self.proc.poll()
+        why = signal_name(code)
+        if code == -signal.SIGKILL:
+            why += " (killed: out of memory?)"
+        tail = self.stderr_tail()
+        return f"worker died with {why}" + (f"; last output: {tail}" if tail else "")
+
+    def stderr_tail(self) -> str:
+        try:
+            lines = [ln for ln in self.log_path.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            return ""
+        return lines[-1][:300] if lines else ""
+
+    def run(self, case: Case, timer: TimerConfig, seed: int, timeout: float) -> dict[str, Any]:
+        request = {"case": case.to_dict(), "timer": asdict(timer), "seed": seed}
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())  # type: ignore[union-attr]
+            self.proc.stdin.flush()  # type: ignore[union-attr]
+        except BrokenPipeError:
+            self.proc.wait()
+            raise WorkerDied(self.death_reason()) from None
+        msg = self.read(timeout)
+        return msg["record"]
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self._log.close()
+
+
+class Runner:
+    """Runs cases in shuffled order, one worker process per backend configuration.
+
+    Workers stay alive between their cases (imports cost seconds), and each case runs in its
+    backend's worker, so no framework's thread pools share a process with another's. A case
+    that hangs, crashes its worker or raises is recorded with its status and reason; the
+    worker is replaced and the run goes on.
+    """
+
+    def __init__(
+        self,
+        writer: ResultsWriter,
+        timer: TimerConfig,
+        seed: int,
+        timeout: float,
+        log_dir: Path,
+        on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+    ) -> None:
+        self.writer, self.timer, self.seed, self.timeout = writer, timer, seed, timeout
+        self.log_dir = log_dir
+        self.on_record = on_record
+        self.workers: dict[WorkerKey, Worker] = {}
+        self.unavailable: dict[WorkerKey, str] = {}
+
+    @staticmethod
+    def order(cases: Iterable[Case], seed: int) -> list[Case]:
+        """Shuffled, so slow drift of the machine's speed spreads over all backends alike."""
+        out = sorted(cases, key=lambda c: c.id)
+        random.Random(seed).shuffle(out)
+        return out
+
+    def run(self, cases: list[Case]) -> list[dict[str, Any]]:
+        records = []
+        try:
+            for case in self.order(cases, self.seed):
+                rec = self.run_one(case)
+                self.writer.append(rec)
+                records.append(rec)
+                self.on_record(rec)
+        finally:
+            self.close()
+        return records
+
+    def run_one(self, case: Case) -> dict[str, Any]:
+        cls = backend_class(case.backend)
+        ok, reason = cls.installed()
+        if not ok:
+            return blank_record(case, "unavailable", reason)
+        key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
+        if key in self.unavailable:
+            return blank_record(case, "unavailable", self.unavailable[key])
+        worker = self.workers.get(key)
+        if worker is None:
+            worker = Worker(case, self.log_dir)
+            try:
+                worker.start()
+            except (WorkerDied, WorkerTimeout) as e:
+                worker.kill()
+                reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
+                return blank_record(case, "crashed", f"{case.backend} failed to start: {reason}")
+            if worker.unavailable is not None:
+                self.unavailable[key] = worker.unavailable
+                worker.kill()
+                return blank_record(case, "unavailable", worker.unavailable)
+            self.workers[key] = worker
+        try:
+            return worker.run(case, self.timer, self.seed, self.timeout)
+        except WorkerTimeout:
+            self._drop(key)
+            return blank_record(case, "timeout", f"no result within --timeout {self.timeout:g} s; worker killed")
+        except WorkerDied as e:
+            self._drop(key)
+            return blank_record(case, "crashed", str(e))
+
+    def _drop(self, key: WorkerKey) -> None:
+        worker = self.workers.pop(key, None)
+        if worker is not None:
+            worker.kill()
+
+    def close(self) -> None:
+        for key in list(self.workers):
+            self._drop(key)
+
+
+class Progress:
+    """A progress line on stderr: a bar on a terminal, one line per case otherwise."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
+        self.total, self.done, self.stream = total, 0, stream
+        self.tty = stream.isatty()
+        self.started = time.monotonic()
+
+    def __call__(self, rec: dict[str, Any]) -> None:
+        self.done += 1
+        what = f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']}"
+        if rec["status"] in ("ok", "wrong"):
+            result = f"{format_seconds(rec['median_s'])} {rec['status']}"
+        else:
+            result = rec["status"]
+        elapsed = time.monotonic() - self.started
+        if self.tty:
+            width = 24
+            filled = int(width * self.done / self.total)
+            bar = "#" * filled + "-" * (width - filled)
+            self.stream.write(f"\r[{bar}] {self.done}/{self.total} {elapsed:5.0f}s  {what}: {result}\033[K")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(f"[{self.done}/{self.total}] {what}: {result}\n")
+        self.stream.flush()
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"

@@ -1,0 +1,114 @@
+"""Timer: measures one prepared callable, its sync inside the timed region, with an injectable clock."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from arraybench.measurement import Measurement
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class TimerConfig:
+    """How long and how often to sample. Defaults suit a desktop; tests shrink them."""
+
+    warmup_time: float = 0.1  # seconds of untimed calls after the first call
+    min_warmup_calls: int = 1
+    min_sample_time: float = 2e-3  # one sample lasts at least this long...
+    overhead_factor: float = 1000.0  # ...and at least this many times the clock+sync cost
+    min_time: float = 1.0  # keep sampling until this much time is spent...
+    min_samples: int = 10  # ...and this many samples are taken
+    max_samples: int = 200
+    max_time: float = 20.0  # stop here (with at least 3 samples) even if the above are not met
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What the Timer saw: the first call alone, then the steady-state measurement."""
+
+    first_call_s: float
+    measurement: Measurement
+    warmup_calls: int
+    overhead_s: float
+    last_output: Any
+
+
+class Timer:
+    """Times `fn(*args)` followed by `sync(output)`, both inside the timed region.
+
+    The first call is timed on its own: for JIT frameworks it holds tracing and compilation,
+    which must never leak into steady state. Warm-up calls then estimate the per-call time,
+    and calls are grouped `loops` at a time so a sample dwarfs the clock and sync overhead
+    (a 1 µs NumPy add is timed in blocks of hundreds; a 1 s solve one call at a time).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        sync: Callable[[Any], None] | None = None,
+        config: TimerConfig | None = None,
+        clock: Clock = time.perf_counter,
+    ) -> None:
+        self.fn, self.args, self.sync = fn, args, sync
+        self.config = config or TimerConfig()
+        self.clock = clock
+
+    def _block(self, loops: int) -> tuple[float, Any]:
+        """Run `loops` synced calls; return the seconds they took and the last output."""
+        fn, args, sync, clock = self.fn, self.args, self.sync, self.clock
+        out = None
+        if sync is None:  # synchronous frameworks: no per-call no-op to inflate tiny timings
+            t0 = clock()
+            for _ in range(loops):
+                out = fn(*args)
+            return clock() - t0, out
+        t0 = clock()
+        for _ in range(loops):
+            out = fn(*args)
+            sync(out)
+        return clock() - t0, out
+
+    def overhead(self, out: Any) -> float:
+        """Cost of one empty timed region: two clock reads plus a sync of a finished result."""
+        clock, sync = self.clock, self.sync
+        best = math.inf
+        for _ in range(5):
+            t0 = clock()
+            if sync is not None:
+                sync(out)
+            best = min(best, clock() - t0)
+        return max(best, 0.0)
+
+    def run(self) -> Timing:
+        cfg, clock = self.config, self.clock
+        first, out = self._block(1)
+
+        # Warm-up doubles as calibration: estimate the steady per-call cost.
+        warm_calls, warm_time, loops = 0, 0.0, 1
+        while warm_calls < cfg.min_warmup_calls or warm_time < cfg.warmup_time:
+            dt, out = self._block(loops)
+            warm_calls += loops
+            warm_time += dt
+            if dt < cfg.min_sample_time:
+                loops *= 2
+        per_call = warm_time / warm_calls
+        overhead = self.overhead(out)
+        target = max(cfg.min_sample_time, cfg.overhead_factor * overhead)
+        loops = max(1, math.ceil(target / per_call)) if per_call > 0 else 1
+
+        samples: list[float] = []
+        started = clock()
+        while True:
+            dt, out = self._block(loops)
+            samples.append(dt / loops)
+            spent = clock() - started
+            enough = len(samples) >= cfg.min_samples and spent >= cfg.min_time
+            if enough or len(samples) >= cfg.max_samples or (spent >= cfg.max_time and len(samples) >= 3):
+                break
+        return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out)

@@ -1,0 +1,39 @@
+"""Loads workloads defined in a user's Python file."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from arraybench.errors import UsageError
+from arraybench.workloads.base import Workload
+
+_loaded: dict[str, dict[str, Workload]] = {}
+
+
+def load_workload_file(path: str) -> dict[str, Workload]:
+    """Import `path` once and return the Workloads it defines at module level, by name."""
+    key = str(Path(path).resolve())
+    if key in _loaded:
+        return _loaded[key]
+    if not Path(key).is_file():
+        raise UsageError(f"workload file {path!r} does not exist")
+    spec = importlib.util.spec_from_file_location(f"arraybench_user_{len(_loaded)}", key)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"workload file {path!r} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise UsageError(f"workload file {path!r} failed to import: {type(e).__name__}: {e}") from e
+    found = {}
+    for value in vars(module).values():
+        if isinstance(value, Workload):
+            value.source = key
+            found[value.name] = value
+    if not found:
+        raise UsageError(f"workload file {path!r} defines no workload")
+    _loaded[key] = found
+    return found

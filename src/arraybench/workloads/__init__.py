@@ -1,0 +1,31 @@
+"""Workload registry: the built-in workloads by name, plus user workloads loaded from files."""
+
+from arraybench.errors import unknown
+from arraybench.workloads.base import Check, Workload
+from arraybench.workloads.linreg import linreg, linreg_autodiff
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (linreg, linreg_autodiff)}
+
+
+def get_workload(name: str) -> Workload:
+    """The built-in workload `name`; a UsageError naming the closest one if there is none."""
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise unknown("workload", name, WORKLOADS) from None
+
+
+def resolve_workload(name: str, source: str | None = None) -> Workload:
+    """A built-in workload, or one defined in the user's file `source`."""
+    if source is None:
+        return get_workload(name)
+    from arraybench.userfile import load_workload_file
+
+    found = load_workload_file(source)
+    try:
+        return found[name]
+    except KeyError:
+        raise unknown(f"workload in {source}", name, found) from None
+
+
+__all__ = ["WORKLOADS", "Check", "Workload", "get_workload", "resolve_workload"]

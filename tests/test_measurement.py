@@ -1,0 +1,35 @@
+"""Statistics derived from raw samples."""
+
+import pytest
+
+from arraybench.measurement import Measurement
+
+
+def test_statistics_from_samples():
+    m = Measurement((1.0, 2.0, 3.0, 4.0, 100.0))
+    assert m.median == 3.0
+    assert m.min == 1.0
+    assert m.mean == pytest.approx(22.0)
+    assert m.iqr == pytest.approx(2.0)  # numpy's linear quantiles: 4.0 - 2.0
+    assert m.noisy  # IQR is 67 % of the median
+
+
+def test_quiet_measurement_is_not_flagged():
+    m = Measurement(tuple(1.0 + 0.001 * i for i in range(20)))
+    assert not m.noisy
+    assert m.warnings == []
+
+
+@pytest.mark.parametrize("n, lo, hi", [(10, 1, 8), (20, 5, 14), (100, 39, 60), (5, 0, 4)])
+def test_median_confidence_interval_uses_binomial_ranks(n, lo, hi):
+    m = Measurement(tuple(float(i) for i in range(n)))
+    assert m.ci95 == (float(lo), float(hi))
+
+
+def test_few_samples_warn():
+    assert any("only 2 samples" in w for w in Measurement((1.0, 1.0)).warnings)
+
+
+def test_empty_measurement_is_refused():
+    with pytest.raises(ValueError):
+        Measurement(())
