@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -93,73 +92,47 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from arraybench import environment
-    from arraybench.plan import RunSettings, build_plan, parse_list, parse_params
-    from arraybench.report.table import render_text
-    from arraybench.results import ResultsWriter, load_results
-    from arraybench.runner import Progress, Runner
+def settings_from_args(args: argparse.Namespace) -> Any:
+    from arraybench.plan import RunSettings, parse_list, parse_params
     from arraybench.timing import TimerConfig
 
-    if args.resume:
-        out_dir = Path(args.resume)
-        previous = load_results(out_dir)
-        settings = RunSettings.from_dict(previous.settings)
-        done = {r["id"] for r in previous.records}
-        header = None
-        print(f"resuming {out_dir}: {len(done)} cases already measured", file=sys.stderr)
-    else:
-        out_dir = Path(args.output_dir)
-        timer = TimerConfig()
-        timer = TimerConfig(
-            **{
-                **timer.__dict__,
-                **({"min_time": args.min_time} if args.min_time else {}),
-                **({"max_time": args.max_time} if args.max_time else {}),
-                **({"min_samples": args.min_samples} if args.min_samples else {}),
-            }
-        )
-        settings = RunSettings(timer=timer, seed=args.seed, timeout=args.timeout, dtype=args.dtype)
-        settings.workloads = parse_list(args.workloads) or settings.workloads
-        settings.backends = parse_list(args.backends) or settings.backends
-        settings.modes = parse_list(args.modes) or settings.modes
-        settings.sizes = parse_list(args.sizes)
-        settings.params = parse_params(args.params)
-        settings.devices = parse_list(args.devices) or settings.devices
-        settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
-        if args.threads is not None:
-            settings.threads = args.threads
-        done = set()
-        header = None
-    plan = build_plan(settings)
-    todo = [c for c in plan if c.id not in done]
-    if not args.resume:
-        header = {
-            "schema": 1,
-            "arraybench_version": __version__,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "settings": settings.to_dict(),
-            "environment": environment.collect(),
-            "plan_size": len(plan),
-        }
+    timer = TimerConfig()
+    overrides = {"min_time": args.min_time, "max_time": args.max_time, "min_samples": args.min_samples}
+    timer = TimerConfig(**{**timer.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
+    settings = RunSettings(timer=timer, seed=args.seed, timeout=args.timeout, dtype=args.dtype)
+    settings.workloads = parse_list(args.workloads) or settings.workloads
+    settings.backends = parse_list(args.backends) or settings.backends
+    settings.modes = parse_list(args.modes) or settings.modes
+    settings.sizes = parse_list(args.sizes)
+    settings.params = parse_params(args.params)
+    settings.devices = parse_list(args.devices) or settings.devices
+    settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
+    if args.threads is not None:
+        settings.threads = args.threads
+    return settings
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from arraybench import session
+    from arraybench.report.table import render_text
+    from arraybench.runner import Progress
+
+    out_dir = Path(args.resume or args.output_dir)
+    settings = None if args.resume else settings_from_args(args)
+
+    def on_start(n: int) -> Any:
+        print(f"arraybench {__version__}: {n} cases -> {out_dir / 'results.jsonl'}", file=sys.stderr)
+        return Progress(n)
+
     try:
-        writer = ResultsWriter(out_dir / "results.jsonl", header)
-    except OSError as e:
-        raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e.strerror}") from None
-    print(f"arraybench {__version__}: {len(todo)} cases, {settings.dtype}, {settings.threads} threads "
-          f"-> {out_dir / 'results.jsonl'}", file=sys.stderr)
-    runner = Runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                    on_record=Progress(len(todo)))
-    try:
-        runner.run(todo)
+        results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start)
     except KeyboardInterrupt:
-        writer.close()
-        kept = len(load_results(out_dir).records)
+        from arraybench.results import load_results
+
+        kept = len(load_results(out_dir).records) if (out_dir / "results.jsonl").exists() else 0
         print(f"\narraybench: interrupted; {kept} finished cases kept in {out_dir / 'results.jsonl'}\n"
               f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    writer.close()
-    results = load_results(out_dir)
     records = list(results.latest().values())
     print(render_text(records))
     write_report(results, out_dir)
