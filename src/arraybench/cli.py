@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, store
+from arraybench import __version__, compare, store
 from arraybench.errors import UsageError
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -75,6 +75,7 @@ def build_parser() -> Parser:
     rep.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
     rep.add_argument("--output-dir", default="benchmark_results")
     store.add_parsers(sub)
+    compare.add_parser(sub)
     return p
 
 
@@ -234,4 +235,4 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "list": cmd_list, "env": cmd_env, "report": cmd_report,
-            **store.COMMANDS}
+            **store.COMMANDS, **compare.COMMANDS}
