@@ -114,7 +114,10 @@ def compare_samples(base: list[float], new: list[float], threshold: float = DEFA
     change is too small to matter. Anything else is too noisy to say: the samples admit a
     change larger than the threshold but do not show one.
     """
-    from scipy.stats import mannwhitneyu
+    try:
+        from scipy.stats import mannwhitneyu
+    except ImportError:
+        raise UsageError("compare needs scipy: pip install 'arraybench[compare]'") from None
 
     ratio = statistics.median(new) / statistics.median(base)
     lo, hi = bootstrap_ratio_ci(base, new)
