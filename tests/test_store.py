@@ -122,6 +122,20 @@ def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
     assert [r["id"] for r in Store(db).load("r1").records] == ["case0", "case1", "case2"]
 
 
+def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):
+    db, results = tmp_path / "s.db", write_results(tmp_path / "results.jsonl", "r1", 0)
+    seen = []
+    on_record = recording(db, results, seen.append)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.mkdir()  # the store is gone and cannot be opened again
+    on_record(fake_record(0))
+    on_record(fake_record(1))
+    assert [r["id"] for r in seen] == ["case0", "case1"]
+    err = capsys.readouterr().err
+    assert err.count("stopped storing run r1") == 1 and f"arraybench import {results}" in err
+
+
 WRITER = """
 import sys
 from pathlib import Path

@@ -153,7 +153,9 @@ def row_label(r: dict[str, Any]) -> str:
 
 def compare_cases(base: dict[str, Any], new: dict[str, Any], threshold: float) -> CaseComparison:
     label, row = case_label(new), row_label(new)
-    if base["status"] == "ok" and new["status"] == "ok" and base.get("samples_s") and new.get("samples_s"):
+    if base["status"] == "ok" and new["status"] == "ok":
+        if not (base.get("samples_s") and new.get("samples_s")):
+            return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
         result = compare_samples(base["samples_s"], new["samples_s"], threshold)
         return CaseComparison(label, row, base, new, result, result.verdict, "")
     if base["status"] == "ok" and new["status"] in FAILED:
