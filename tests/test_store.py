@@ -118,8 +118,12 @@ def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
     assert len(Store(db).load("r1").records) == 1
     # The run went on with --no-store for two more cases; resuming with the store adds them.
     write_results(tmp_path / "full.jsonl", "r1", 3)
-    recording(db, tmp_path / "full.jsonl", lambda r: None)
+    on_record = recording(db, tmp_path / "full.jsonl", lambda r: None)
     assert [r["id"] for r in Store(db).load("r1").records] == ["case0", "case1", "case2"]
+    # The resumed run retried a failed case: history counts it once, by its last record.
+    on_record({**fake_record(1), "status": "error"})
+    [run] = Store(db).runs()
+    assert run.cases == 3 and run.failed == 1
 
 
 def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):

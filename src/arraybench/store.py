@@ -189,19 +189,17 @@ class Store:
         return rid, max(0, len(results.records) - have)
 
     def runs(self) -> list[RunSummary]:
-        rows = self.conn.execute(
-            """SELECT r.id, r.started, r.machine,
-                      group_concat(DISTINCT c.backend), COUNT(c.rowid),
-                      SUM(c.status IN (?, ?, ?, ?))
-               FROM runs r LEFT JOIN cases c ON c.run_id = r.id
-               GROUP BY r.id ORDER BY r.started, r.rowid""",
-            FAILED,
-        ).fetchall()
-        return [
-            RunSummary(rid, started, machine, tuple(sorted((backends or "").split(",") if backends else ())),
-                       count, failed or 0)
-            for rid, started, machine, backends, count, failed in rows
-        ]
+        """Every run, oldest first; a case a resumed run retried counts once, by its last record."""
+        latest: dict[str, dict[str, tuple[str, str]]] = {}
+        for rid, case_id, backend, status in self.conn.execute(
+                "SELECT run_id, case_id, backend, status FROM cases ORDER BY rowid"):
+            latest.setdefault(rid, {})[case_id] = (backend, status)
+        out = []
+        for rid, started, machine in self.conn.execute("SELECT id, started, machine FROM runs ORDER BY started, rowid"):
+            cases = latest.get(rid, {}).values()
+            out.append(RunSummary(rid, started, machine, tuple(sorted({b for b, _ in cases})), len(cases),
+                                  sum(status in FAILED for _, status in cases)))
+        return out
 
     def resolve(self, ref: str) -> str:
         """A run id from an exact id, a unique prefix of one, or `latest`."""
