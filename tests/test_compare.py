@@ -35,6 +35,13 @@ def test_verdicts_from_raw_samples(base, new, verdict):
     assert lo <= result.ratio <= hi
 
 
+def test_too_few_samples_say_what_to_do(tmp_path, run_cli):
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3, n=3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1.3e-3, n=3, seed=1))])
+    code, out, _ = run_cli("compare", base, new, "--fail-on-slowdown", "10%")
+    assert code == 0 and f"{NOISY} (few samples; raise --min-time)" in out
+
+
 def test_a_significant_change_below_the_threshold_is_same():
     base, new = samples(1.0), samples(1.02, seed=1)
     assert compare_samples(base, new, threshold=0.05).verdict == SAME

@@ -14,6 +14,7 @@ from typing import Any
 
 from arraybench import environment
 from arraybench.errors import UsageError
+from arraybench.measurement import FEW_SAMPLES
 from arraybench.results import Results
 from arraybench.runner import format_seconds
 from arraybench.store import DEFAULT_PATH, FAILED, load, run_id, text_table
@@ -157,7 +158,9 @@ def compare_cases(base: dict[str, Any], new: dict[str, Any], threshold: float) -
         if not (base.get("samples_s") and new.get("samples_s")):
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
         result = compare_samples(base["samples_s"], new["samples_s"], threshold)
-        return CaseComparison(label, row, base, new, result, result.verdict, "")
+        few = min(len(base["samples_s"]), len(new["samples_s"])) < FEW_SAMPLES
+        note = "few samples; raise --min-time" if result.verdict == NOISY and few else ""
+        return CaseComparison(label, row, base, new, result, result.verdict, note)
     if base["status"] == "ok" and new["status"] in FAILED:
         return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new['status']}: {new.get('error', '')}")
     side, rec = ("base", base) if base["status"] != "ok" else ("new", new)
@@ -251,7 +254,8 @@ def _case_rows(cmp: Comparison) -> list[list[str]]:
             continue
         lo, hi = c.result.ci95
         rows.append([c.label, c.row, _median(c.base), _median(c.new),
-                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]", f"{c.result.p_value:.2g}", c.verdict])
+                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]", f"{c.result.p_value:.2g}",
+                     f"{c.verdict} ({c.note})" if c.note else c.verdict])
     return rows
 
 
