@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__
+from arraybench import __version__, compare, store
 from arraybench.errors import UsageError
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -64,6 +64,7 @@ def build_parser() -> Parser:
     run.add_argument("--output-dir", default="benchmark_results", help="where results and report go")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
+    store.add_run_options(run)
 
     sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
     env = sub.add_parser("env", help="machine, software and the settings that change results")
@@ -73,6 +74,8 @@ def build_parser() -> Parser:
     rep = sub.add_parser("report", help="rebuild the report from results files")
     rep.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
     rep.add_argument("--output-dir", default="benchmark_results")
+    store.add_parsers(sub)
+    compare.add_parser(sub)
     return p
 
 
@@ -119,13 +122,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     out_dir = Path(args.resume or args.output_dir)
     settings = None if args.resume else settings_from_args(args)
+    store_path = store.store_path(args)
 
     def on_start(n: int) -> Any:
         print(f"arraybench {__version__}: {n} cases -> {out_dir / 'results.jsonl'}", file=sys.stderr)
         return Progress(n)
 
     try:
-        results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start)
+        results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
+                                  store=store_path)
     except KeyboardInterrupt:
         from arraybench.results import load_results
 
@@ -136,6 +141,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     records = list(results.latest().values())
     print(render_text(records))
     write_report(results, out_dir)
+    if store_path is not None:
+        print(f"stored as run {store.run_id(results.header)} in {store_path}", file=sys.stderr)
     failed = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crashed")]
     if failed:
         print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",
@@ -227,4 +234,5 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "env": cmd_env, "report": cmd_report}
+COMMANDS = {"run": cmd_run, "list": cmd_list, "env": cmd_env, "report": cmd_report,
+            **store.COMMANDS, **compare.COMMANDS}

@@ -12,6 +12,7 @@ from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import Results, ResultsWriter, load_results
 from arraybench.runner import Runner
+from arraybench.store import Store, new_run_id, recording
 
 SCHEMA = 1
 
@@ -19,6 +20,7 @@ SCHEMA = 1
 def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
+        "run_id": new_run_id(),
         "arraybench_version": __version__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "settings": settings.to_dict(),
@@ -39,12 +41,13 @@ def execute(
     *,
     resume: bool = False,
     on_start: Callable[[int], Callable[[dict[str, Any]], None]] = lambda n: (lambda r: None),
+    store: Path | None = None,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
     `on_start(number of cases)` returns the per-record callback (the progress bar). On Ctrl-C
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
-    already on disk.
+    already on disk. With `store`, each record is also added to that results store as it lands.
     """
     done: set[str] = set()
     if resume:
@@ -54,12 +57,17 @@ def execute(
     plan = build_plan(settings)
     todo = [c for c in plan if c.id not in done]
     header = None if resume else new_header(settings, len(plan))
+    if store is not None:
+        Store(store).close()  # an unusable --store fails here, before the results file exists
     try:
         writer = ResultsWriter(out_dir / "results.jsonl", header)
     except OSError as e:
         raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e.strerror}") from None
+    on_record = on_start(len(todo))
+    if store is not None:
+        on_record = recording(store, writer.path, on_record)
     runner = Runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                    on_record=on_start(len(todo)))
+                    on_record=on_record)
     try:
         runner.run(todo)
     finally:
