@@ -10,7 +10,7 @@ from typing import Any
 from arraybench import __version__, environment
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
-from arraybench.results import Results, ResultsWriter, load_results
+from arraybench.results import Results, ResultsWriter, load_results, writable_dir
 from arraybench.runner import Runner
 
 SCHEMA = 1
@@ -30,7 +30,13 @@ def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
 def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str]]:
     """The settings of the interrupted run in `out_dir` and the ids it already finished."""
     previous = load_results(out_dir)
-    return RunSettings.from_dict(previous.settings), {r["id"] for r in previous.records}
+    try:
+        settings = RunSettings.from_dict(previous.settings) if previous.settings else None
+    except (TypeError, ValueError):
+        settings = None
+    if settings is None:
+        raise UsageError(f"results file {str(previous.path)!r} holds no run settings to resume with")
+    return settings, {r["id"] for r in previous.records}
 
 
 def execute(
@@ -54,12 +60,9 @@ def execute(
     plan = build_plan(settings)
     todo = [c for c in plan if c.id not in done]
     header = None if resume else new_header(settings, len(plan))
-    try:
-        writer = ResultsWriter(out_dir / "results.jsonl", header)
-    except OSError as e:
-        raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e.strerror}") from None
+    writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)
     runner = Runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                    on_record=on_start(len(todo)))
+                    on_record=on_start(len(todo)), memory_limit=settings.memory_limit)
     try:
         runner.run(todo)
     finally:
