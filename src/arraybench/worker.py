@@ -28,7 +28,7 @@ def pin_threads(threads: int) -> None:
         os.sched_setaffinity(0, allowed[:threads])
 
 
-def die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int | None) -> None:
     """Have the kernel kill this worker when the runner dies, even by `kill -9`.
 
     Workers run in their own session, so no Ctrl-C or hangup reaches them; without this an
@@ -38,7 +38,7 @@ def die_with_parent(parent: int) -> None:
     """
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the runner died before the line above took effect
+    if parent is not None and os.getppid() != parent:  # the runner died before the line above took effect
         os._exit(1)
 
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--dtype", required=True)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--parent", type=int, required=True, help="the runner's pid")
+    p.add_argument("--parent", type=int, help="the runner's pid, to exit if it is already gone")
     p.add_argument("--memory-limit", type=int, help="bytes")
     args = p.parse_args(argv)
     die_with_parent(args.parent)
