@@ -10,6 +10,7 @@ from typing import Any
 
 from arraybench import __version__, compare, store
 from arraybench.errors import UsageError
+from arraybench.limits import memory_size
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -64,6 +65,7 @@ def build_parser() -> Parser:
     run.add_argument("--output-dir", default="benchmark_results", help="where results and report go")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
+    run.add_argument("--memory-limit", type=memory_size, help="cap each worker's memory, e.g. 2G")
     store.add_run_options(run)
 
     sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
@@ -112,6 +114,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
     if args.threads is not None:
         settings.threads = args.threads
+    settings.memory_limit = args.memory_limit
     return settings
 
 
@@ -120,6 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from arraybench.report.table import render_text
     from arraybench.runner import Progress
 
+    if args.resume:
+        check_resume_args(args)
     out_dir = Path(args.resume or args.output_dir)
     settings = None if args.resume else settings_from_args(args)
     store_path = store.store_path(args)
@@ -151,11 +156,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def check_resume_args(args: argparse.Namespace) -> None:
+    """--resume runs with the settings stored in DIR: another option would mix two runs in one file."""
+    if Path(args.resume).is_file():
+        raise UsageError(f"--resume takes the run's output directory, not a file: {args.resume!r}")
+    if not (Path(args.resume) / "results.jsonl").exists():
+        raise UsageError(f"nothing to resume in {args.resume!r}: it holds no results.jsonl")
+    defaults = vars(build_parser().parse_args(["run"]))
+    given = [k for k, v in vars(args).items() if k not in ("resume", "debug") and v != defaults[k]]
+    if given:
+        option = "--" + given[0].replace("_", "-")
+        raise UsageError(f"--resume {args.resume} runs with the settings stored there; drop {option}")
+
+
 def write_report(results: Any, out_dir: Path) -> None:
     from arraybench.report.table import render_markdown
+    from arraybench.results import atomic_write_text
 
     records = list(results.latest().values())
-    (out_dir / "report.md").write_text("# arraybench report\n\n" + render_markdown(records) + "\n")
+    atomic_write_text(out_dir / "report.md", "# arraybench report\n\n" + render_markdown(records) + "\n")
     print(f"\nreport: {out_dir / 'report.md'}", file=sys.stderr)
 
 
@@ -220,14 +239,13 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from arraybench.report.table import render_text
-    from arraybench.results import Results, load_results, merge
+    from arraybench.results import Results, load_results, merge, writable_dir
 
     loaded = [load_results(p) for p in args.results]
     for res in loaded:
         for w in res.warnings:
             print(f"arraybench: warning: {w}", file=sys.stderr)
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = writable_dir(Path(args.output_dir))
     combined = Results(header=loaded[0].header, records=merge(loaded))
     print(render_text(list(combined.latest().values())))
     write_report(combined, out_dir)

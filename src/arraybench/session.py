@@ -10,7 +10,7 @@ from typing import Any
 from arraybench import __version__, environment
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
-from arraybench.results import Results, ResultsWriter, load_results
+from arraybench.results import Results, ResultsWriter, load_results, writable_dir
 from arraybench.runner import Runner
 from arraybench.store import Store, new_run_id, recording
 
@@ -32,7 +32,13 @@ def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
 def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str]]:
     """The settings of the interrupted run in `out_dir` and the ids it already finished."""
     previous = load_results(out_dir)
-    return RunSettings.from_dict(previous.settings), {r["id"] for r in previous.records}
+    try:
+        settings = RunSettings.from_dict(previous.settings) if previous.settings else None
+    except (TypeError, ValueError):
+        settings = None
+    if settings is None:
+        raise UsageError(f"results file {str(previous.path)!r} holds no run settings to resume with")
+    return settings, {r["id"] for r in previous.records}
 
 
 def execute(
@@ -59,15 +65,12 @@ def execute(
     header = None if resume else new_header(settings, len(plan))
     if store is not None:
         Store(store).close()  # an unusable --store fails here, before the results file exists
-    try:
-        writer = ResultsWriter(out_dir / "results.jsonl", header)
-    except OSError as e:
-        raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e.strerror}") from None
+    writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)
     on_record = on_start(len(todo))
     if store is not None:
         on_record = recording(store, writer.path, on_record)
     runner = Runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                    on_record=on_record)
+                    on_record=on_record, memory_limit=settings.memory_limit)
     try:
         runner.run(todo)
     finally:
