@@ -114,7 +114,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from arraybench import session
-    from arraybench.report.table import render_text
+    from arraybench.report import publish
     from arraybench.runner import Progress
 
     out_dir = Path(args.resume or args.output_dir)
@@ -134,22 +134,13 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
         return EXIT_INTERRUPTED
     records = list(results.latest().values())
-    print(render_text(records))
-    write_report(results, out_dir)
+    publish([results], out_dir)
     failed = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crashed")]
     if failed:
         print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",
               file=sys.stderr)
         return EXIT_FAILED_CASES
     return EXIT_OK
-
-
-def write_report(results: Any, out_dir: Path) -> None:
-    from arraybench.report.table import render_markdown
-
-    records = list(results.latest().values())
-    (out_dir / "report.md").write_text("# arraybench report\n\n" + render_markdown(records) + "\n")
-    print(f"\nreport: {out_dir / 'report.md'}", file=sys.stderr)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -212,18 +203,14 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from arraybench.report.table import render_text
-    from arraybench.results import Results, load_results, merge
+    from arraybench.report import publish
+    from arraybench.results import load_results
 
     loaded = [load_results(p) for p in args.results]
     for res in loaded:
         for w in res.warnings:
             print(f"arraybench: warning: {w}", file=sys.stderr)
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    combined = Results(header=loaded[0].header, records=merge(loaded))
-    print(render_text(list(combined.latest().values())))
-    write_report(combined, out_dir)
+    publish(loaded, Path(args.output_dir))
     return EXIT_OK
 
 
