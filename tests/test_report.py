@@ -102,7 +102,7 @@ def test_heatmap_has_a_column_per_backend_mode_and_marks_wrong_cells(report):
     assert len(re.findall(r'<g id="xtick_\d+">', svg)) == len(columns)
     assert all(c in texts for c in columns)
     assert "geometric mean (correct cases)" in texts
-    assert "WRONG" in texts and "ERROR" in texts
+    assert "WRONG" in texts and "ERROR" in texts and "<pattern" in svg  # hatched, with a word
     # The wrong numba case at d = 8 ran 10× faster than numpy; it must not show as a speedup.
     assert "80×" not in texts
     assert "2×" in texts  # numba at d = 1 and d = 2, and in its geometric mean
@@ -217,3 +217,14 @@ def test_without_matplotlib_the_rest_of_the_report_is_still_written(tmp_path, mo
     assert rep.plots == () and "matplotlib is not installed" in rep.warnings[0]
     assert "matplotlib is not installed" in rep.html.read_text()
     assert rep.csv.exists() and "jax·jit overtakes numpy·eager" in rep.markdown.read_text()
+
+
+def test_two_dtypes_get_their_own_bars_and_heatmap_rows(tmp_path):
+    recs = [record("linreg", d, "numpy", "eager", 1e-3 * d) for d in (1, 2)]
+    recs += [{**record("linreg", d, "numpy", "eager", 3e-3 * d), "dtype": "float64",
+              "id": f"linreg[d={d}]/numpy-eager/float64"} for d in (1, 2)]
+    rep = write_all([results_of(recs)], tmp_path)
+    names = {p.name for p in rep.plots}
+    assert {"bars-linreg-float32.svg", "bars-linreg-float64.svg"} <= names
+    heat = svg_texts(tmp_path / "plots" / "speedup-heatmap.svg")
+    assert "linreg · d=1 · float32" in heat and "linreg · d=1 · float64" in heat

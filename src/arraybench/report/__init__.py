@@ -60,8 +60,9 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], plots: Se
     md += [f"![{p.stem}](plots/{p.name})" for p in plots if p.suffix == ".svg"]
     md += ["", "## Environment and settings", ""]
     for machine in data.machines:
-        rows = environment_rows(data.headers.get(machine, {}), [r for r in data.records if r["machine"] == machine])
-        md += [f"### {machine}", "", *[f"- **{k}**: {v}" for k, v in rows], ""]
+        if machine in data.headers:
+            rows = environment_rows(data.headers[machine], [r for r in data.records if r["machine"] == machine])
+            md += [f"### {machine}", "", *[f"- **{k}**: {v}" for k, v in rows], ""]
     return "\n".join(md)
 
 

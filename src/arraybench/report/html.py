@@ -108,7 +108,7 @@ def results_table(data: ReportData) -> str:
             *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
               for k in ("gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
             num_cell(r.get("rel_err"), f"{r['rel_err']:.1e}" if r.get("rel_err") is not None else ""),
-            f"<td>{' '.join(notes)}</td>",
+            f"<td class=\"notes\">{' '.join(notes)}</td>",
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in heads)
@@ -140,7 +140,10 @@ def problems_html(data: ReportData) -> str:
 def environment_html(data: ReportData) -> str:
     out = []
     for machine in data.machines:
-        header = data.headers.get(machine, {})
+        header = data.headers.get(machine)
+        if header is None:  # records of a cluster run name workers that wrote no header
+            out.append(f'<h3>{e(machine)}</h3><p class="muted">No environment recorded for this machine.</p>')
+            continue
         recs = [r for r in data.records if r["machine"] == machine]
         rows = "".join(f'<tr><th scope="row">{e(k)}</th><td>{e(v)}</td></tr>'
                        for k, v in environment_rows(header, recs))

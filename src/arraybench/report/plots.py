@@ -82,11 +82,16 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
         made.append(plot)
 
     with matplotlib.rc_context(RC):
-        for wl, recs in data.by_workload().items():
-            save(f"bars-{slug(wl)}", f"{wl}: time per call",
-                 "Median time per call (bars, IQR as error bars) beside the first call, which holds "
-                 "tracing and compilation; log scale. Smallest and largest size side by side.",
-                 lambda recs=recs, wl=wl: bars_figure(data, wl, recs))
+        dtypes = sorted({r["dtype"] for r in data.records})
+        for wl, all_recs in data.by_workload().items():
+            for dtype in dtypes:
+                recs = [r for r in all_recs if r["dtype"] == dtype]
+                suffix = f"-{dtype}" if len(dtypes) > 1 else ""
+                if recs:
+                    save(f"bars-{slug(wl)}{suffix}", f"{wl}{suffix.replace('-', ' ')}: time per call",
+                         "Median time per call (bars, IQR as error bars) beside the first call, which "
+                         "holds tracing and compilation; log scale. Smallest and largest size side by side.",
+                         lambda recs=recs, wl=wl: bars_figure(data, wl, recs))
         for key, series in sweeps(data).items():
             wl, machine, dtype, name, others = key
             suffix = "" if len([k for k in sweeps(data) if k[0] == wl]) == 1 else f"-{slug(machine)}-{dtype}"
@@ -272,8 +277,9 @@ def heatmap_figure(data: ReportData) -> Any:
 
 def efficiency_figure(data: ReportData) -> Any:
     ok = [r for r in data.records if r.get("gflops") or r.get("gbs")]
-    cats = sorted({(r["workload"], size_sort_key(r.get("size")), r.get("size")) for r in ok})
-    cat_index = {(wl, size): i for i, (wl, _k, size) in enumerate(cats)}
+    many_dtypes = len({r["dtype"] for r in ok}) > 1
+    cats = sorted({(r["workload"], size_sort_key(r.get("size")), r.get("size"), r["dtype"]) for r in ok})
+    cat_index = {(wl, size, dtype): i for i, (wl, _k, size, dtype) in enumerate(cats)}
     labels = data.labels(ok)
     width = 0.8 / max(len(labels), 1)
     fig, axes = _figure(min(15.0, max(8.0, 2.0 + 0.3 * len(cats) * max(len(labels), 2))), 5.0, 2)
@@ -281,7 +287,7 @@ def efficiency_figure(data: ReportData) -> Any:
               ("gbs", "achieved GB/s", "bandwidth_gbs", "streaming copy peak", "GB/s"))
     for ax, (field, ylabel, peak_key, peak_name, unit) in zip(axes, panels, strict=True):
         for k, label in enumerate(labels):
-            pts = [(cat_index[(r["workload"], r.get("size"))], r[field]) for r in ok
+            pts = [(cat_index[(r["workload"], r.get("size"), r["dtype"])], r[field]) for r in ok
                    if data.label(r) == label and r.get(field)]
             if pts:
                 ax.bar([x - 0.4 + width * (k + 0.5) for x, _ in pts], [v for _, v in pts], width,
@@ -299,7 +305,8 @@ def efficiency_figure(data: ReportData) -> Any:
                             xytext=(4, 3), fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel(ylabel + " (log scale)")
-        ax.set_xticks(range(len(cats)), [f"{wl} · {size}" for wl, _k, size in cats], rotation=30, ha="right")
+        ax.set_xticks(range(len(cats)), [f"{wl} · {size}" + (f" · {dtype}" if many_dtypes else "")
+                                         for wl, _k, size, dtype in cats], rotation=30, ha="right")
         ax.grid(axis="x", visible=False)
     measured = [m for m in data.machines if data.peaks(m).get("matmul_gflops")]
     note = "" if measured else " (peaks not measured for this run)"
