@@ -18,6 +18,8 @@ class Crossover:
 
     workload: str
     machine: str
+    dtype: str
+    fixed: tuple  # the other parameters, the same along the sweep
     size_param: str
     faster_below: str
     faster_above: str
@@ -25,7 +27,7 @@ class Crossover:
     time_s: float
 
     def describe(self) -> str:
-        return (f"{self.workload}: {self.faster_above} overtakes {self.faster_below} at "
+        return (f"{self.workload} ({self.dtype}): {self.faster_above} overtakes {self.faster_below} at "
                 f"{self.size_param} ≈ {self.size:.3g} ({format_seconds(self.time_s)} per call)")
 
 
@@ -38,15 +40,15 @@ def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, dict[str, Any]
             size = r.get("size")
             if r["status"] != "ok" or not isinstance(size, int | float) or size <= 0 or not r.get("median_s"):
                 continue
-            others = tuple(sorted((k, v) for k, v in r["params"].items() if k != name))
-            out[(wl, r["machine"], r["dtype"], name, others)][data.label(r)][size] = r
+            fixed = tuple(sorted((k, v) for k, v in r["params"].items() if k != name))
+            out[(wl, r["machine"], r["dtype"], name, fixed)][data.label(r)][size] = r
     return {k: v for k, v in out.items() if len({s for series in v.values() for s in series}) >= 2}
 
 
 def crossovers(data: ReportData) -> list[Crossover]:
     """Every sign change of log(time A / time B) between neighbouring sizes both were measured at."""
     found = []
-    for (wl, machine, _dtype, name, _others), series in sweeps(data).items():
+    for (wl, machine, dtype, name, fixed), series in sweeps(data).items():
         for a, b in combinations(sorted(series), 2):
             common = sorted(set(series[a]) & set(series[b]))
             points = []
@@ -62,7 +64,7 @@ def crossovers(data: ReportData) -> list[Crossover]:
                 t0, t1 = series[a][s0]["median_s"], series[a][s1]["median_s"]
                 t = math.exp(math.log(t0) + frac * (math.log(t1) - math.log(t0)))
                 below, above = (a, b) if g0 < 0 else (b, a)
-                found.append(Crossover(wl, machine, name, below, above, x, t))
+                found.append(Crossover(wl, machine, dtype, fixed, name, below, above, x, t))
     return sorted(found, key=lambda c: (c.workload, c.machine, c.size, c.faster_above))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,8 +72,7 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
     plots_dir.mkdir(parents=True, exist_ok=True)
     made: list[Plot] = []
 
-    def save(name: str, title: str, caption: str, draw: Callable[[], Any]) -> None:
-        fig = draw()
+    def save(name: str, title: str, caption: str, fig: Any) -> None:
         plot = Plot(name, title, caption, plots_dir / f"{name}.svg", plots_dir / f"{name}.png")
         for path, kw in ((plot.svg, {"metadata": {"Date": None}}), (plot.png, {"dpi": 110})):
             with atomic_path(path) as tmp:
@@ -91,32 +89,32 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                     save(f"bars-{slug(wl)}{suffix}", f"{wl}{suffix.replace('-', ' ')}: time per call",
                          "Median time per call (bars, IQR as error bars) beside the first call, which "
                          "holds tracing and compilation; log scale. Smallest and largest size side by side.",
-                         lambda recs=recs, wl=wl: bars_figure(data, wl, recs))
-        for key, series in sweeps(data).items():
-            wl, machine, dtype, name, others = key
-            suffix = "" if len([k for k in sweeps(data) if k[0] == wl]) == 1 else f"-{slug(machine)}-{dtype}"
-            here = [c for c in found if c.workload == wl and c.machine == machine]
+                         bars_figure(data, wl, recs))
+        swept = sweeps(data)
+        for (wl, machine, dtype, name, fixed), series in swept.items():
+            one = sum(k[0] == wl for k in swept) == 1
+            suffix = "" if one else "-" + slug(f"{machine}-{dtype}" + _fixed(fixed))
+            here = [c for c in found if (c.workload, c.machine, c.dtype, c.fixed) == (wl, machine, dtype, fixed)]
             save(f"scaling-{slug(wl)}{suffix}", f"{wl}: scaling with {name}",
                  f"Median time per call against {name}, log-log; circles mark crossovers.",
-                 lambda wl=wl, name=name, series=series, here=here, dtype=dtype, machine=machine, others=others:
-                 scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _others(others)))
+                 scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
         if heatmap_rows(data):
             save("speedup-heatmap", "Speedup over NumPy",
                  "numpy·eager's median over each backend·mode's, per workload and size (rows without "
                  "a correct numpy·eager case are left out); blue is faster than NumPy, red slower. "
                  "Hatched grey cells failed or were wrong and are not ranked.",
-                 lambda: heatmap_figure(data))
+                 heatmap_figure(data))
         if any(r.get("gflops") or r.get("gbs") for r in data.records):
             save("efficiency", "Efficiency against this machine's peaks",
                  "Achieved GFLOP/s and GB/s of each correct case; dashed lines are the peaks "
                  "arraybench measured on the machine (BLAS matmul, streaming copy). Inputs small "
                  "enough to stay in cache can beat the streaming peak: bytes are counted per pass.",
-                 lambda: efficiency_figure(data))
+                 efficiency_figure(data))
     return made
 
 
-def _others(others: tuple) -> str:
-    return "".join(f", {k}={v}" for k, v in others)
+def _fixed(fixed: tuple) -> str:
+    return "".join(f", {k}={v}" for k, v in fixed)
 
 
 def _figure(width: float, height: float, ncols: int = 1, sharey: bool = False) -> tuple[Any, Any]:
