@@ -120,7 +120,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from arraybench import session
-    from arraybench.report.table import render_text
+    from arraybench.report import publish
     from arraybench.runner import Progress
 
     if args.resume:
@@ -144,8 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
         return EXIT_INTERRUPTED
     records = list(results.latest().values())
-    print(render_text(records))
-    write_report(results, out_dir)
+    publish([results], out_dir)
     if store_path is not None:
         print(f"stored as run {store.run_id(results.header)} in {store_path}", file=sys.stderr)
     failed = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crashed")]
@@ -167,15 +166,6 @@ def check_resume_args(args: argparse.Namespace) -> None:
     if given:
         option = "--" + given[0].replace("_", "-")
         raise UsageError(f"--resume {args.resume} runs with the settings stored there; drop {option}")
-
-
-def write_report(results: Any, out_dir: Path) -> None:
-    from arraybench.report.table import render_markdown
-    from arraybench.results import atomic_write_text
-
-    records = list(results.latest().values())
-    atomic_write_text(out_dir / "report.md", "# arraybench report\n\n" + render_markdown(records) + "\n")
-    print(f"\nreport: {out_dir / 'report.md'}", file=sys.stderr)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -238,17 +228,14 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from arraybench.report.table import render_text
-    from arraybench.results import Results, load_results, merge, writable_dir
+    from arraybench.report import publish
+    from arraybench.results import load_results, writable_dir
 
     loaded = [load_results(p) for p in args.results]
     for res in loaded:
         for w in res.warnings:
             print(f"arraybench: warning: {w}", file=sys.stderr)
-    out_dir = writable_dir(Path(args.output_dir))
-    combined = Results(header=loaded[0].header, records=merge(loaded))
-    print(render_text(list(combined.latest().values())))
-    write_report(combined, out_dir)
+    publish(loaded, writable_dir(Path(args.output_dir)))
     return EXIT_OK
 
 

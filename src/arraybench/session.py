@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, environment
+from arraybench import __version__, environment, peaks
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import Results, ResultsWriter, load_results, writable_dir
@@ -24,7 +24,7 @@ def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
         "arraybench_version": __version__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "settings": settings.to_dict(),
-        "environment": environment.collect(),
+        "environment": {**environment.collect(), "peaks": peaks.measure(settings.threads)},
         "plan_size": plan_size,
     }
 
