@@ -11,7 +11,8 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -116,17 +117,19 @@ def writable_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step: a reader, or a crash, sees the old file or the new one.
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path`; when the block succeeds it replaces `path` in one step.
 
-    The temporary file sits in the same directory (a rename is atomic only within one file
-    system) under a unique name, so two runs writing the same report cannot mix their bytes.
+    A reader, or a crash, sees the old file or the new one. The temporary file sits in the same
+    directory (a rename is atomic only within one file system) under a unique name, so two runs
+    writing the same report cannot mix their bytes; it keeps `path`'s suffix so tools that
+    choose a format by extension (matplotlib's savefig) still work.
     """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
     try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
+        yield tmp
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -137,6 +140,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.fsync(fd)  # the rename itself survives a power cut
     finally:
         os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one step (see atomic_path)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
