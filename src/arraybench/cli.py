@@ -107,6 +107,10 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     settings.params = parse_params(args.params)
     settings.devices = parse_list(args.devices) or settings.devices
     settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
+    if settings.workload_file and not args.workloads:
+        from arraybench.userfile import load_workload_file
+
+        settings.workloads = list(load_workload_file(settings.workload_file))
     if args.threads is not None:
         settings.threads = args.threads
     return settings

@@ -35,5 +35,10 @@ def load_workload_file(path: str) -> dict[str, Workload]:
             found[value.name] = value
     if not found:
         raise UsageError(f"workload file {path!r} defines no workload")
+    for wl in found.values():
+        if wl.make_inputs is None:
+            raise UsageError(f"workload {wl.name!r} in {path!r} has no inputs: add @{wl.name}.inputs")
+        if wl.make_reference is None:
+            raise UsageError(f"workload {wl.name!r} in {path!r} has no reference: add @{wl.name}.reference")
     _loaded[key] = found
     return found

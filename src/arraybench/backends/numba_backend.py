@@ -1,5 +1,6 @@
 """Numba: NumPy code compiled by @njit on the CPU; its BLAS calls go through SciPy's OpenBLAS."""
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,10 @@ class NumbaBackend(Backend):
         return info
 
     def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+        if isinstance(fn, functools.partial):
+            # njit takes plain functions only: compile the function, pass the bound arguments
+            # at each call (numba specialises on their types, so they cost no more than constants).
+            return functools.partial(self.numba.njit(fn.func), *fn.args, **fn.keywords)
         return self.numba.njit(fn)
 
     @property
