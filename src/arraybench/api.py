@@ -236,7 +236,7 @@ def workload(
         doc = (inspect.getdoc(fn) or "").strip().splitlines()
         return UserWorkload(
             name=label,
-            description=description or (doc[0] if doc else f"{label}, your own workload"),
+            description=description or (doc[0] if doc else f"{label}, from {Path(fn.__code__.co_filename).name}"),
             defaults=defaults,
             size_param=size_param,
             presets=all_presets,

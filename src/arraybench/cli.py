@@ -65,7 +65,8 @@ def build_parser() -> Parser:
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
 
-    sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
+    lst = sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
+    lst.add_argument("--workload-file", help="also list the workloads this Python file defines")
     env = sub.add_parser("env", help="machine, software and the settings that change results")
     env.add_argument("--json", action="store_true")
     env.add_argument("--threads", type=int, help="thread count to verify (default: all cores)")
@@ -161,8 +162,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     from arraybench.probe import probe
     from arraybench.workloads import WORKLOADS
 
+    workloads = dict(WORKLOADS)
+    if args.workload_file:
+        from arraybench.userfile import load_workload_file
+
+        workloads.update(load_workload_file(args.workload_file))
     print("Workloads")
-    for wl in WORKLOADS.values():
+    for wl in workloads.values():
         presets = ", ".join(f"{k}" for k in wl.presets)
         print(f"  {wl.name:<18} {wl.description}")
         print(f"  {'':<18} size parameter {wl.size_param!r}; presets: {presets}")

@@ -15,7 +15,7 @@ FRAMEWORK = {"jax": "JAX", "tensorflow": "TensorFlow", "torch": "PyTorch", "nump
 JIT = {"jax": "jax.jit", "tensorflow": "tf.function", "torch": "torch.compile"}
 
 _MODULE_LACKS = re.compile(r"module '([\w.]+)' has no attribute '(\w+)'")
-_OBJECT_LACKS = re.compile(r"'([\w.]+)' object has no attribute '(\w+)'")
+_OBJECT_LACKS = re.compile(r"'?([\w.]+)'? object has no attribute '(\w+)'")
 
 
 def _namespace(module: str) -> str:
