@@ -160,24 +160,28 @@ class UserWorkload(Workload):
         return pitfalls.explain(error, backend)
 
 
+def _points(presets: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(preset name, point) for every point; a preset is one point or a list of them (a sweep)."""
+    return [(label, p) for label, preset in presets.items()
+            for p in (preset if isinstance(preset, list) else [preset])]
+
+
 def _defaults(name: str, presets: dict[str, Any], params: dict[str, Any] | None) -> dict[str, Any]:
     """Every parameter with its default: `params`, or else the first preset's values."""
-    for label, preset in presets.items():
-        for point in preset if isinstance(preset, list) else [preset]:
-            if not isinstance(point, dict):
-                raise UsageError(f"workload {name!r}: preset {label!r} must be a dict of parameters "
-                                 "or a list of them")
+    points = _points(presets)
+    for label, point in points:
+        if not isinstance(point, dict):
+            raise UsageError(f"workload {name!r}: preset {label!r} must be a dict of parameters "
+                             "or a list of them")
     if params is None:
-        if not presets:
+        if not points:
             raise UsageError(f"workload {name!r} needs presets= or params=")
-        first = next(iter(presets.values()))
-        params = dict(first[0] if isinstance(first, list) else first)
-    for label, preset in presets.items():
-        for point in preset if isinstance(preset, list) else [preset]:
-            extra = set(point) - set(params)
-            if extra:
-                raise UsageError(f"workload {name!r}: preset {label!r} sets {sorted(extra)[0]!r}, which is "
-                                 "not a parameter; give every parameter in params= or the first preset")
+        params = dict(points[0][1])
+    for label, point in points:
+        extra = set(point) - set(params)
+        if extra:
+            raise UsageError(f"workload {name!r}: preset {label!r} sets {sorted(extra)[0]!r}, which is "
+                             "not a parameter; give every parameter in params= or the first preset")
     for key, value in params.items():
         if not isinstance(value, int | float | str):
             raise UsageError(f"workload {name!r}: parameter {key!r} must be a number or a string, "
