@@ -1,5 +1,6 @@
 """Your own workloads: written once, run and checked on every backend, pitfalls as `unsupported`."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,15 @@ def test_a_workload_defined_in_a_notebook_cell_is_refused_with_the_way_out():
     assert wl(None, 3) == 3  # still callable as the function itself
     with pytest.raises(UsageError, match="%%writefile"):
         ab.run(wl)
+
+
+def test_an_edited_file_is_read_again(tmp_path):
+    from arraybench.userfile import load_workload_file
+
+    bench = tmp_path / "bench.py"
+    source = "import arraybench as ab\n\n@ab.workload(params={{'n': 4}})\ndef {}(xp, x):\n    return x\n\n{}.inputs(lambda rng, n: (rng.random(n),))\n"
+    bench.write_text(source.format("first", "first"))
+    assert list(load_workload_file(str(bench))) == ["first"]
+    bench.write_text(source.format("second", "second"))
+    os.utime(bench, ns=(0, bench.stat().st_mtime_ns + 1_000_000))
+    assert list(load_workload_file(str(bench))) == ["second"]
