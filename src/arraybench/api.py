@@ -80,12 +80,16 @@ def _builder(fn: Callable[..., Any], mode: str, with_xp: bool) -> Builder:
     return build
 
 
-def _host_inputs(name: str, out: Any) -> tuple[Any, ...]:
+def _host_inputs(name: str, out: Any, dtype: type) -> tuple[Any, ...]:
+    """The inputs as a tuple, refused where a backend would get other than the run's dtype."""
     items = (out,) if isinstance(out, np.ndarray) else tuple(out)
     for i, a in enumerate(items):
         if not isinstance(a, np.ndarray | np.generic):
             raise TypeError(f"{name}'s inputs must be NumPy arrays or NumPy scalars such as "
                             f"dtype(2.0); input {i} is a {type(a).__name__}")
+        if a.dtype.kind == "f" and a.dtype != dtype:
+            raise TypeError(f"{name}'s input {i} is {a.dtype} in a {np.dtype(dtype)} run; "
+                            "make it with .astype(dtype)")
     return items
 
 
@@ -124,7 +128,7 @@ class UserWorkload(Workload):
         """
 
         def make(rng: np.random.Generator, dtype: type, **params: Any) -> tuple[Any, ...]:
-            return _host_inputs(self.name, call_named(fn, rng, dtype=dtype, **params))
+            return _host_inputs(self.name, call_named(fn, rng, dtype=dtype, **params), dtype)
 
         self.make_inputs = make
         return fn
