@@ -68,7 +68,8 @@ def build_parser() -> Parser:
     run.add_argument("--memory-limit", type=memory_size, help="cap each worker's memory, e.g. 2G")
     store.add_run_options(run)
 
-    sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
+    lst = sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
+    lst.add_argument("--workload-file", help="also list the workloads this Python file defines")
     env = sub.add_parser("env", help="machine, software and the settings that change results")
     env.add_argument("--json", action="store_true")
     env.add_argument("--threads", type=int, help="thread count to verify (default: all cores)")
@@ -112,6 +113,10 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     settings.params = parse_params(args.params)
     settings.devices = parse_list(args.devices) or settings.devices
     settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
+    if settings.workload_file and not args.workloads:
+        from arraybench.userfile import load_workload_file
+
+        settings.workloads = list(load_workload_file(settings.workload_file))
     if args.threads is not None:
         settings.threads = args.threads
     settings.memory_limit = args.memory_limit
@@ -173,8 +178,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     from arraybench.probe import probe
     from arraybench.workloads import WORKLOADS
 
+    workloads = dict(WORKLOADS)
+    if args.workload_file:
+        from arraybench.userfile import load_workload_file
+
+        workloads.update(load_workload_file(args.workload_file))
     print("Workloads")
-    for wl in WORKLOADS.values():
+    for wl in workloads.values():
         presets = ", ".join(f"{k}" for k in wl.presets)
         print(f"  {wl.name:<18} {wl.description}")
         print(f"  {'':<18} size parameter {wl.size_param!r}; presets: {presets}")

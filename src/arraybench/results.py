@@ -49,6 +49,36 @@ class Results:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r["id"]: r for r in self.records}
 
+    def to_dataframe(self) -> Any:
+        """A pandas DataFrame, one row per case (its latest record), in flat columns.
+
+        Parameters become `param.NAME` columns and the backend's version and verified threads
+        are lifted out of `backend_info`; each row names its run and machine and keeps its raw
+        samples as a list.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise UsageError("to_dataframe needs pandas (pip install 'arraybench[report]')") from None
+        from arraybench.environment import fingerprint
+        from arraybench.store import run_id
+
+        rid, machine = run_id(self.header), fingerprint(self.environment)
+        return pd.DataFrame(
+            [{"run_id": rid, "machine": machine, **flat_record(r)} for r in self.latest().values()]
+        )
+
+
+def flat_record(r: dict[str, Any]) -> dict[str, Any]:
+    """A record's scalar fields, its parameters as `param.NAME`, and its backend's version."""
+    row = {k: v for k, v in r.items() if k != "type" and not isinstance(v, dict | list)}
+    row["samples_s"] = r.get("samples_s", [])  # the raw samples, for statistics of one's own
+    row.update({f"param.{k}": v for k, v in r.get("params", {}).items()})
+    info = r.get("backend_info") or {}
+    row["version"] = info.get("version")
+    row["threads_verified"] = info.get("threads_verified")
+    return row
+
 
 class ResultsWriter:
     """Appends records to a results file, each flushed to disk the moment it exists.
