@@ -78,7 +78,7 @@ BAD_INPUTS = [
     ("report {tmp}/badrecord.jsonl", "line 2 lacks workload, params, backend, mode, dtype, status"),
     ("report {tmp}/badtype.jsonl", "line 2 has params 'n=3' of the wrong type"),
     ("run --resume {tmp}/done", "results file '{tmp}/done/results.jsonl' holds no run settings to resume with"),
-    ("report {tmp}/done --output-dir {tmp}/a_file/sub", "cannot write to output directory '{tmp}/a_file/sub'"),
+    ("report {tmp}/done --output-dir {tmp}/a_file/sub", "cannot write the report to '{tmp}/a_file/sub'"),
     ("run --resume {tmp}/nowhere", "nothing to resume in '{tmp}/nowhere': it holds no results.jsonl"),
     ("run --resume {tmp}/r_empty", "results file '{tmp}/r_empty/results.jsonl' is empty"),
     ("run --resume {tmp}/r_notjson", "results file '{tmp}/r_notjson/results.jsonl' line 1 is not JSON"),
