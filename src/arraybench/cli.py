@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__
+from arraybench import __version__, suites
 from arraybench.errors import UsageError
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -48,9 +48,9 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="measure workloads on backends")
-    run.add_argument("--workloads", help="comma-separated workload names (default: linreg)")
+    run.add_argument("--workloads", help="comma-separated workload names (default: all of them)")
     run.add_argument("--backends", help="comma-separated backends (default: all)")
-    run.add_argument("--modes", help="eager,jit (default: both)")
+    run.add_argument("--modes", help="eager,jit,fd (default: all)")
     run.add_argument("--sizes", help="preset names and/or values of each workload's size parameter")
     run.add_argument("--params", help="override workload parameters, e.g. n=1000,iters=10")
     run.add_argument("--dtype", default="float32", help="float32 or float64 (default float32)")
@@ -64,6 +64,7 @@ def build_parser() -> Parser:
     run.add_argument("--output-dir", default="benchmark_results", help="where results and report go")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
+    suites.add_arguments(run)
 
     sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
     env = sub.add_parser("env", help="machine, software and the settings that change results")
@@ -109,6 +110,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
     if args.threads is not None:
         settings.threads = args.threads
+    suites.apply_arguments(args, settings)
     return settings
 
 
