@@ -109,7 +109,7 @@ def test_retrace_check_compares_a_shorter_output_with_the_reference_prefix():
 
 def test_default_run_is_every_workload_at_small_and_large_in_float32():
     plan = build_plan(RunSettings(backends=["numpy"]))
-    assert {c.workload for c in plan} == {n for n, wl in WORKLOADS.items() if ("numpy", "eager") in wl.impls}
+    assert {c.workload for c in plan} == set(WORKLOADS)  # the ones NumPy cannot run say why
     assert {c.dtype for c in plan} == {"float32"}
     sizes = {c.params_dict["n"] for c in plan if c.workload == "matmul"}
     assert sizes == {100, 2000}  # the 10000² `huge` preset is opt-in

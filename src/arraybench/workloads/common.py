@@ -57,7 +57,7 @@ def norm_check(tolerance: Callable[[str, dict[str, Any]], float]) -> Callable[..
     """Relative L2 (Frobenius) error ‖out − ref‖ / ‖ref‖ against `tolerance(dtype, params)`."""
 
     def check(out: Any, ref: Any, dtype: str, params: dict[str, Any]) -> Check:
-        tol = tolerance(dtype, params)
+        tol = float(tolerance(dtype, params))
         (got,), (want,) = leaves(out), leaves(ref)
         if got.shape != want.shape:
             return Check(False, float("inf"), float("inf"), tol, f"shape {got.shape}, expected {want.shape}")
@@ -65,7 +65,7 @@ def norm_check(tolerance: Callable[[str, dict[str, Any]], float]) -> Callable[..
         if not np.all(np.isfinite(diff)):
             return Check(False, float("inf"), float("inf"), tol, "output has NaN or inf")
         rel = float(np.linalg.norm(diff) / np.linalg.norm(want))
-        return Check(rel <= tol, float(np.max(np.abs(diff))), rel, tol)
+        return Check(bool(rel <= tol), float(np.max(np.abs(diff))), rel, tol)
 
     return check
 

@@ -46,4 +46,15 @@ def _selu_for(be: Backend) -> Any:
     return f
 
 
-register_everywhere(selu, _selu_for, numba_parallel=True)
+register_everywhere(selu, _selu_for, numba_parallel=True)  # cupy jit: the kernel below
+
+
+@selu.impl("cupy", "jit")
+def _cupy_kernel(be: Backend, n: int) -> Any:
+    # One hand-written element-wise kernel instead of cupy.fuse, whose support for `where`
+    # varies between CuPy versions; T is the input's type, so float32 stays float32.
+    return be.cupy.ElementwiseKernel(
+        "T x", "T y",
+        f"y = x > (T)0 ? (T){LAMBDA} * x : (T){LAMBDA} * ((T){ALPHA} * exp(x) - (T){ALPHA})",
+        "arraybench_selu",
+    )
