@@ -107,8 +107,19 @@ def test_retrace_check_compares_a_shorter_output_with_the_reference_prefix():
     assert not wl.check(2 * np.sin(x[1:18]) + 1, ref, "float64", {"n": 50}).correct
 
 
+def _settings(*argv):
+    from arraybench.cli import build_parser, settings_from_args
+
+    return settings_from_args(build_parser().parse_args(["run", *argv]))
+
+
 def test_default_run_is_every_workload_at_small_and_large_in_float32():
-    plan = build_plan(RunSettings(backends=["numpy"]))
+    from arraybench.suites import SUITE_TIMER
+    from arraybench.timing import TimerConfig
+
+    settings = _settings("--backends", "numpy")
+    assert settings.timer == SUITE_TIMER and _settings("--workloads", "sort").timer == TimerConfig()
+    plan = build_plan(settings)
     assert {c.workload for c in plan} == set(WORKLOADS)  # the ones NumPy cannot run say why
     assert {c.dtype for c in plan} == {"float32"}
     sizes = {c.params_dict["n"] for c in plan if c.workload == "matmul"}
@@ -116,16 +127,16 @@ def test_default_run_is_every_workload_at_small_and_large_in_float32():
 
 
 def test_quick_suite_is_small_presets_with_short_sampling(run_cli):
-    from arraybench.cli import build_parser, settings_from_args
     from arraybench.suites import QUICK_TIMER
 
-    settings = settings_from_args(build_parser().parse_args(["run", "--quick", "--min-samples", "5"]))
+    settings = _settings("--quick", "--min-samples", "5")
     assert settings.timer.min_time == QUICK_TIMER.min_time and settings.timer.min_samples == 5
     plan = build_plan(settings)
     for c in plan:
-        small = WORKLOADS[c.workload].points(["small"])
-        assert c.params_dict in small
+        wl = WORKLOADS[c.workload]
+        assert c.params_dict[wl.size_param] == wl.presets["small"][wl.size_param]
     assert "matmul_3000" not in {c.workload for c in plan}
+    assert {c.params_dict["iters"] for c in plan if c.workload.startswith("linreg")} == {100}
     code, _, err = run_cli("run", "--quick", "--workloads", "sort")
     assert code == 2 and "leave out --workloads" in err
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from arraybench.errors import UsageError, unknown
 from arraybench.timing import TimerConfig
@@ -23,15 +23,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Part:
-    """Workloads run at `sizes` (preset names or values) in `dtype`."""
+    """Workloads run at `sizes` (preset names or values) in `dtype`, `params` overridden."""
 
     workloads: tuple[str, ...]
     sizes: tuple[str, ...]
     dtype: str
+    params: tuple[tuple[str, Any], ...] = ()
 
 
 # Short sampling: a few samples of ≥ 2 ms each; the first call (compile) is still timed alone.
 QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3)
+# The default and seeds suites hold ~250-300 cases, some of a second per call (poly at 10000²,
+# matmul at 3000², linreg at d=100): half a second of sampling per case, and a cap of five
+# seconds that leaves the big cases five or more one-call samples, keep `make bench` near
+# 10 minutes on two cores.
+SUITE_TIMER = TimerConfig(min_time=0.5, max_time=5.0)
 
 # The configurations of the four source documents. Their iteration counts are kept where they
 # are part of the computation (document 001's gradient-descent steps, linreg's `iters`); the
@@ -57,8 +63,17 @@ SEEDS = (
 
 
 def quick_parts(dtype: str) -> tuple[Part, ...]:
-    """Every workload that has a `small` preset, at that preset."""
-    return (Part(tuple(n for n, wl in WORKLOADS.items() if "small" in wl.presets), ("small",), dtype),)
+    """Every workload that has a `small` preset, at that preset.
+
+    Gradient descent runs 100 steps instead of 1 000: eager JAX differentiates at ~10 ms a
+    step, and five calls of 1 000 steps would take a minute of the two the suite may use.
+    """
+    small = [n for n, wl in WORKLOADS.items() if "small" in wl.presets]
+    steps = [n for n in small if "iters" in WORKLOADS[n].defaults]
+    return (
+        Part(tuple(n for n in small if n not in steps), ("small",), dtype),
+        Part(tuple(steps), ("small",), dtype, (("iters", 100),)),
+    )
 
 
 SUITES = {"quick": quick_parts, "seeds": lambda dtype: SEEDS}
@@ -73,7 +88,8 @@ def suite_plan(settings: RunSettings) -> list[Case]:
     cases: list[Case] = []
     for part in SUITES[settings.suite](settings.dtype):
         sub = dataclasses.replace(
-            settings, suite=None, workloads=list(part.workloads), sizes=list(part.sizes), dtype=part.dtype
+            settings, suite=None, workloads=list(part.workloads), sizes=list(part.sizes), dtype=part.dtype,
+            params={**dict(part.params), **settings.params},
         )
         cases += [c for c in build_plan(sub) if c not in cases]
     return cases
@@ -87,15 +103,18 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def apply_arguments(args: argparse.Namespace, settings: RunSettings) -> None:
-    """Set `settings.suite` (and, for --quick, the short sampling the user did not override)."""
+    """Set `settings.suite` and the suite's sampling, keeping what the user set on the command line.
+
+    No --workloads and no suite is the default suite: every workload at its default presets.
+    """
     if args.quick and args.preset not in (None, "quick"):
         raise UsageError(f"--quick and --preset {args.preset} are two suites; choose one")
     suite = "quick" if args.quick else args.preset
-    if suite is None:
-        return
-    if args.workloads or args.sizes:
+    if suite is not None and (args.workloads or args.sizes):
         raise UsageError(f"the {suite} suite chooses workloads and sizes; leave out --workloads and --sizes")
+    if suite is None and (args.workloads or args.workload_file):
+        return
     settings.suite = suite
-    if suite == "quick":
-        mine = {k: v for k, v in vars(settings.timer).items() if v != getattr(TimerConfig(), k)}
-        settings.timer = dataclasses.replace(QUICK_TIMER, **mine)
+    base = QUICK_TIMER if suite == "quick" else SUITE_TIMER
+    mine = {k: v for k, v in vars(settings.timer).items() if v != getattr(TimerConfig(), k)}
+    settings.timer = dataclasses.replace(base, **mine)
