@@ -86,17 +86,26 @@ def _compiled(be: Backend) -> Any:
 
 
 def _convert(be: Backend) -> Any:
-    """Host slice to what the function takes: JAX, TF and NumPy accept NumPy arrays directly."""
-    if be.name == "torch":
-        return be.torch.from_numpy
-    if be.name == "cupy":
-        return be.cupy.asarray
-    return lambda x: x
+    """Host slice to what the function takes: JAX, TF and NumPy take NumPy arrays and move them."""
+    return be.to_device if be.name in ("torch", "cupy") else (lambda x: x)
+
+
+def _builders(same_shape: bool) -> tuple[Any, Any]:
+    """(eager builder, jit builder) for calls with the same shape or a new one each time."""
+
+    def eager(be: Backend, n: int) -> Any:
+        f = be.run_on_device(_function(be)) if be.name == "tensorflow" else _function(be)
+        return _calls(f, _convert(be), same_shape)
+
+    def jit(be: Backend, n: int) -> Any:
+        return _calls(_compiled(be), _convert(be), same_shape)
+
+    return eager, jit
 
 
 for wl, same in ((cached, True), (new_shape, False)):
+    eager, jit = _builders(same)
     for backend in ("numpy", "jax", "tensorflow", "torch", "cupy"):
-        wl.impl(backend)(lambda be, n, same=same: _calls(
-            be.run_on_device(_function(be)) if be.name == "tensorflow" else _function(be), _convert(be), same))
+        wl.impl(backend)(eager)
     for backend in ("numba", "jax", "tensorflow", "torch", "cupy"):
-        wl.impl(backend, "jit")(lambda be, n, same=same: _calls(_compiled(be), _convert(be), same))
+        wl.impl(backend, "jit")(jit)

@@ -22,6 +22,7 @@ def _make(name: str, description: str, host_args: bool) -> Workload:
         defaults={"n": 1_000},
         size_param="n",
         presets={"small": {"n": 1_000}, "large": {"n": 3_000}},
+        # No arithmetic, so no FLOP count: the figure that matters is GB/s.
         bytes=lambda n, itemsize: float(n * n * itemsize),
         host_args=host_args,
     )
