@@ -19,7 +19,7 @@ def tiny_run(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("workloads")
     code = main(["run", "--workloads", ",".join(NEW), "--sizes", "48", "--params", "n=48",
-                 "--dtype", "float64", "--threads", "1", "--output-dir", str(out), *TINY_TIMER])
+                 "--threads", "1", "--output-dir", str(out), *TINY_TIMER])
     return code, read_jsonl(out / "results.jsonl")[1:]
 
 
@@ -34,7 +34,7 @@ def test_every_workload_runs_correctly_on_every_installed_backend_and_mode(tiny_
     assert ("grad", "numpy", "fd") in ran
     for r in records:
         if r["status"] == "ok":
-            assert r["correct"] is True and r["dtype"] == "float64" and r["size"] == 48
+            assert r["correct"] is True and r["dtype"] == "float32" and r["size"] == 48
             assert r["bytes"] > 0 and (r["flops"] is None or r["flops"] > 0)
 
 
@@ -151,3 +151,14 @@ def test_seeds_suite_reproduces_the_documents_configurations():
     assert ("selu", "float32", 3_000) in by and ("matmul_3000_to_host", "float32", 3_000) in by  # 004
     assert any(c.workload == "grad" and c.mode == "fd" for c in plan)
     assert len(plan) == len(set(plan))
+
+
+@pytest.mark.parametrize("name", ["selu", "poly", "matmul", "fft", "grad", "elementwise_add"])
+def test_an_output_promoted_to_float64_fails_a_float32_case(name):
+    wl = WORKLOADS[name]
+    params = {**wl.defaults, wl.size_param: 16}
+    ref = wl.expected(wl.host_inputs(0, "float32", params), params)  # float64 or complex128
+    narrow = ref.astype(np.complex64 if ref.dtype.kind == "c" else np.float32)
+    assert wl.check(narrow, ref, "float32", params).correct
+    promoted = wl.check(ref, ref, "float32", params)
+    assert not promoted.correct and "the case is float32" in promoted.detail

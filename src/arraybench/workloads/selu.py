@@ -10,7 +10,6 @@ import numpy as np
 
 from arraybench.backends.base import Backend
 from arraybench.workloads.base import Workload
-from arraybench.workloads.common import register_everywhere
 
 ALPHA, LAMBDA = 1.67, 1.05  # document 004's constants
 
@@ -34,24 +33,58 @@ def _inputs(rng: np.random.Generator, dtype: type, n: int) -> tuple:
 selu.reference(lambda x, n: LAMBDA * np.where(x > 0, x, ALPHA * np.exp(x) - ALPHA))
 
 
-def _selu_for(be: Backend) -> Any:
-    if be.name == "tensorflow":
-        where, exp = be.tf.where, be.tf.math.exp
-    else:
-        where, exp = be.xp.where, be.xp.exp
+@selu.impl("numpy")
+def _numpy(be: Backend, n: int) -> Any:
+    return lambda x: LAMBDA * np.where(x > 0, x, ALPHA * np.exp(x) - ALPHA)
 
-    def f(x: Any) -> Any:
-        return LAMBDA * where(x > 0, x, ALPHA * exp(x) - ALPHA)
+
+@selu.impl("numba", "jit")
+def _numba(be: Backend, n: int) -> Any:
+    import numba
+
+    # One parallel loop, constants in the case's dtype: Numba would compute `1.05 * float32`
+    # in float64 and return float64, and runs np.where as separate passes.
+    lam, alpha = np.dtype(be.dtype).type(LAMBDA), np.dtype(be.dtype).type(ALPHA)
+
+    @numba.njit(parallel=True)
+    def f(x: np.ndarray) -> np.ndarray:
+        out = np.empty_like(x)
+        flat, res = x.ravel(), out.ravel()
+        for i in numba.prange(flat.size):
+            v = flat[i]
+            res[i] = lam * v if v > 0 else lam * (alpha * np.exp(v) - alpha)
+        return out
 
     return f
 
 
-register_everywhere(selu, _selu_for, numba_parallel=True)  # cupy jit: the kernel below
+@selu.impl_eager_and_jit("jax")
+def _jax(be: Backend, n: int) -> Any:
+    jnp = be.xp
+    return lambda x: LAMBDA * jnp.where(x > 0, x, ALPHA * jnp.exp(x) - ALPHA)
+
+
+@selu.impl_eager_and_jit("tensorflow")
+def _tf(be: Backend, n: int) -> Any:
+    tf = be.tf
+    return be.run_on_device(lambda x: LAMBDA * tf.where(x > 0, x, ALPHA * tf.math.exp(x) - ALPHA))
+
+
+@selu.impl_eager_and_jit("torch")
+def _torch(be: Backend, n: int) -> Any:
+    torch = be.torch
+    return lambda x: LAMBDA * torch.where(x > 0, x, ALPHA * torch.exp(x) - ALPHA)
+
+
+@selu.impl("cupy")
+def _cupy(be: Backend, n: int) -> Any:
+    cp = be.cupy
+    return lambda x: LAMBDA * cp.where(x > 0, x, ALPHA * cp.exp(x) - ALPHA)
 
 
 @selu.impl("cupy", "jit")
 def _cupy_kernel(be: Backend, n: int) -> Any:
-    # One hand-written element-wise kernel instead of cupy.fuse, whose support for `where`
+    # A hand-written element-wise kernel rather than cupy.fuse, whose support for `where`
     # varies between CuPy versions; T is the input's type, so float32 stays float32.
     return be.cupy.ElementwiseKernel(
         "T x", "T y",
