@@ -1,8 +1,8 @@
 """Suites: named sets of runs (`--quick`, `--preset seeds`), each part with its own sizes and dtype.
 
 A suite is recorded in the results header as `RunSettings.suite`, so `--resume` rebuilds the
-same plan. `--backends`, `--modes`, `--threads`, `--devices` and `--params` still apply;
-the suite chooses workloads, sizes and dtypes.
+same plan. `--backends`, `--modes`, `--threads`, `--devices` and `--params` still apply; the
+suite chooses workloads and sizes, and `seeds` the documents' dtypes (`quick` keeps --dtype).
 """
 
 from __future__ import annotations
