@@ -31,9 +31,7 @@ def register_everywhere(
     wl.impl("numpy")(lambda be, **params: fn_for(be))
 
     def numba_jit(be: Backend, **params: Any) -> Any:
-        import numba
-
-        return numba.njit(parallel=numba_parallel)(fn_for(be))
+        return numba_compiled(fn_for(be), parallel=numba_parallel)
 
     if no_numba:
         wl.cannot("numba", "jit", no_numba)
@@ -47,6 +45,24 @@ def register_everywhere(
     else:
         wl.impl("cupy")(lambda be, **params: fn_for(be))
         wl.cannot("cupy", "jit", NO_FUSE)
+
+
+# Starting a parallel region costs microseconds to tens of them; below this many elements one
+# thread finishes first, so an expert would not go parallel there.
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+def numba_compiled(fn: Callable[..., Any], parallel: bool) -> Callable[..., Any]:
+    """`fn` under @njit; with `parallel`, the `parallel=True` build for big first arguments and
+    the serial build for small ones. Numba compiles each on its first call, so a case compiles
+    only the build it uses."""
+    import numba
+
+    serial = numba.njit(fn)
+    if not parallel:
+        return serial
+    threaded = numba.njit(parallel=True)(fn)
+    return lambda x, *rest: (threaded if x.size >= PARALLEL_MIN_ELEMENTS else serial)(x, *rest)
 
 
 def eps(dtype: str) -> float:

@@ -11,6 +11,7 @@ import numpy as np
 
 from arraybench.backends.base import Backend
 from arraybench.workloads.base import Workload
+from arraybench.workloads.common import numba_compiled
 
 poly = Workload(
     name="poly",
@@ -52,9 +53,7 @@ def _numpy(be: Backend, n: int) -> Any:
 
 @poly.impl("numba", "jit")
 def _numba(be: Backend, n: int) -> Any:
-    import numba
-
-    return numba.njit(parallel=True)(horner)
+    return numba_compiled(horner, parallel=True)
 
 
 @poly.impl_eager_and_jit("jax")

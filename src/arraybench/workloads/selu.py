@@ -10,6 +10,7 @@ import numpy as np
 
 from arraybench.backends.base import Backend
 from arraybench.workloads.base import Workload
+from arraybench.workloads.common import numba_compiled
 
 ALPHA, LAMBDA = 1.67, 1.05  # document 004's constants
 
@@ -46,7 +47,6 @@ def _numba(be: Backend, n: int) -> Any:
     # in float64 and return float64, and runs np.where as separate passes.
     lam, alpha = np.dtype(be.dtype).type(LAMBDA), np.dtype(be.dtype).type(ALPHA)
 
-    @numba.njit(parallel=True)
     def f(x: np.ndarray) -> np.ndarray:
         out = np.empty_like(x)
         flat, res = x.ravel(), out.ravel()
@@ -55,7 +55,7 @@ def _numba(be: Backend, n: int) -> Any:
             res[i] = lam * v if v > 0 else lam * (alpha * np.exp(v) - alpha)
         return out
 
-    return f
+    return numba_compiled(f, parallel=True)
 
 
 @selu.impl_eager_and_jit("jax")
