@@ -5,7 +5,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-MODES = ("eager", "jit")
+# "fd" (finite differences) is a method, not a compiler; a workload implements the modes it
+# can and the plan skips the rest.
+MODES = ("eager", "jit", "fd")
 DTYPES = ("float32", "float64")
 
 

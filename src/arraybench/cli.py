@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, compare, store
+from arraybench import __version__, compare, store, suites
 from arraybench.errors import UsageError
 from arraybench.limits import memory_size
 
@@ -49,9 +49,9 @@ def build_parser() -> Parser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="measure workloads on backends")
-    run.add_argument("--workloads", help="comma-separated workload names (default: linreg)")
+    run.add_argument("--workloads", help="comma-separated workload names (default: all of them)")
     run.add_argument("--backends", help="comma-separated backends (default: all)")
-    run.add_argument("--modes", help="eager,jit (default: both)")
+    run.add_argument("--modes", help="eager,jit,fd (default: all)")
     run.add_argument("--sizes", help="preset names and/or values of each workload's size parameter")
     run.add_argument("--params", help="override workload parameters, e.g. n=1000,iters=10")
     run.add_argument("--dtype", default="float32", help="float32 or float64 (default float32)")
@@ -67,6 +67,7 @@ def build_parser() -> Parser:
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
     run.add_argument("--memory-limit", type=memory_size, help="cap each worker's memory, e.g. 2G")
     store.add_run_options(run)
+    suites.add_arguments(run)
 
     lst = sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
     lst.add_argument("--workload-file", help="also list the workloads this Python file defines")
@@ -120,6 +121,7 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     if args.threads is not None:
         settings.threads = args.threads
     settings.memory_limit = args.memory_limit
+    suites.apply_arguments(args, settings)
     return settings
 
 

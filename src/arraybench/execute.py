@@ -89,10 +89,13 @@ class CaseExecutor:
             host = wl.host_inputs(seed, case.dtype, params)
             ref = self.reference(wl, seed, case, host)
 
-            t0 = time.perf_counter()
-            args = tuple(be.to_device(a) for a in host)
-            be.sync(args)
-            rec["transfer_s"] = time.perf_counter() - t0
+            if wl.host_args:
+                args = host
+            else:
+                t0 = time.perf_counter()
+                args = tuple(be.to_device(a) for a in host)
+                be.sync(args)
+                rec["transfer_s"] = time.perf_counter() - t0
 
             try:
                 t0 = time.perf_counter()

@@ -10,9 +10,10 @@ from arraybench.backends import BACKENDS, backend_class
 from arraybench.case import DTYPES, MODES, Case
 from arraybench.errors import UsageError, unknown
 from arraybench.timing import TimerConfig
-from arraybench.workloads import resolve_workload
+from arraybench.workloads import WORKLOADS, resolve_workload
 
-DEFAULT_WORKLOADS = ("linreg",)
+# The default suite: every built-in workload at its default presets (small and large).
+DEFAULT_WORKLOADS = tuple(WORKLOADS)
 
 
 def default_threads() -> int:
@@ -63,6 +64,7 @@ class RunSettings:
     workload_file: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     memory_limit: int | None = None  # bytes of writable memory per worker (limits.apply_memory_limit)
+    suite: str | None = None  # a named suite (arraybench.suites) chooses workloads, sizes, dtypes
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,6 +100,10 @@ def build_plan(s: RunSettings) -> list[Case]:
     report says why; combinations with neither an implementation nor a reason are left out.
     """
     s.validate()
+    if s.suite is not None:
+        from arraybench.suites import suite_plan
+
+        return suite_plan(s)
     cases: list[Case] = []
     for name in s.workloads:
         wl = resolve_workload(name, s.workload_file)

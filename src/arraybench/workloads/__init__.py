@@ -1,10 +1,36 @@
 """Workload registry: the built-in workloads by name, plus user workloads loaded from files."""
 
 from arraybench.errors import unknown
+from arraybench.workloads import (
+    elementwise,
+    fft,
+    grad,
+    matmul,
+    poly,
+    retrace,
+    rng,
+    selu,
+    sort,
+    transfer,
+)
 from arraybench.workloads.base import Check, Workload
+from arraybench.workloads.common import strict_dtype
 from arraybench.workloads.linreg import linreg, linreg_autodiff
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (linreg, linreg_autodiff)}
+# The source documents' operations; their checks also demand the case's dtype (linreg's two
+# workloads keep their own checks).
+OPERATIONS = (
+    elementwise.add, elementwise.mul, elementwise.sin,
+    *matmul.ALL,
+    grad.grad, fft.fft, sort.sort, poly.poly, selu.selu,
+    transfer.to_device, transfer.to_host,
+    rng.rng,
+    retrace.cached, retrace.new_shape,
+)
+for _wl in OPERATIONS:
+    strict_dtype(_wl)
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (linreg, linreg_autodiff, *OPERATIONS)}
 
 
 def get_workload(name: str) -> Workload:

@@ -62,6 +62,10 @@ class Workload:
 
     `defaults` holds every parameter; `size_param` is the one `--sizes 2,10,100` sets;
     `presets` name parameter points (`small`, `large`, ...), each a dict or a list of dicts.
+
+    `host_args`: the timed function receives the host NumPy inputs instead of device copies,
+    because moving them is what it measures (a host-to-device transfer, a retrace fed fresh
+    host arrays). Every other workload gets its inputs on the device before the timer starts.
     """
 
     name: str
@@ -79,6 +83,7 @@ class Workload:
     unsupported: dict[tuple[str, str], str] = field(default_factory=dict)
     source: str | None = None
     default_presets: tuple[str, ...] = ("small", "large")
+    host_args: bool = False
 
     # --- registration decorators, so a workload module reads top to bottom ---------------
     def inputs(self, fn: Callable[..., tuple[np.ndarray, ...]]) -> Callable[..., tuple[np.ndarray, ...]]:
@@ -102,6 +107,17 @@ class Workload:
         def register(builder: Builder) -> Builder:
             for mode in modes or ("eager",):
                 self.impls[(backend, mode)] = builder
+            return builder
+
+        return register
+
+    def impl_eager_and_jit(self, backend: str) -> Callable[[Builder], Builder]:
+        """Register a builder as `backend`'s eager version and, compiled by `Backend.jit`
+        (jax.jit, tf.function(jit_compile=True), torch.compile, cupy.fuse), as its jit one."""
+
+        def register(builder: Builder) -> Builder:
+            self.impls[(backend, "eager")] = builder
+            self.impls[(backend, "jit")] = lambda be, **params: be.jit(builder(be, **params), "jit")
             return builder
 
         return register

@@ -1,0 +1,120 @@
+"""Suites: named sets of runs (`--quick`, `--preset seeds`), each part with its own sizes and dtype.
+
+A suite is recorded in the results header as `RunSettings.suite`, so `--resume` rebuilds the
+same plan. `--backends`, `--modes`, `--threads`, `--devices` and `--params` still apply; the
+suite chooses workloads and sizes, and `seeds` the documents' dtypes (`quick` keeps --dtype).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from arraybench.errors import UsageError, unknown
+from arraybench.timing import TimerConfig
+from arraybench.workloads import WORKLOADS
+
+if TYPE_CHECKING:
+    from arraybench.case import Case
+    from arraybench.plan import RunSettings
+
+
+@dataclass(frozen=True)
+class Part:
+    """Workloads run at `sizes` (preset names or values) in `dtype`, `params` overridden."""
+
+    workloads: tuple[str, ...]
+    sizes: tuple[str, ...]
+    dtype: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+
+# Short sampling: a few samples of ≥ 2 ms each; the first call (compile) is still timed alone.
+QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3)
+# The default and seeds suites hold ~250-300 cases, some of a second per call (poly at 10000²,
+# matmul at 3000², linreg at d=100): half a second of sampling per case, and a cap of five
+# seconds that leaves the big cases five or more one-call samples, keep `make bench` near
+# 10 minutes on two cores.
+SUITE_TIMER = TimerConfig(min_time=0.5, max_time=5.0)
+
+# The configurations of the four source documents. Their iteration counts are kept where they
+# are part of the computation (document 001's gradient-descent steps, linreg's `iters`); the
+# timing-loop repeats of document 003 (500 calls, 100 calls...) are replaced by arraybench's
+# own sampling: multiply a per-call median by the document's repeat count to compare totals.
+SEEDS = (
+    # 001: linear regression, 10 000 samples, 2 to 100 features, float64 ("8 Mb in float64").
+    Part(("linreg", "linreg_autodiff"), ("sweep",), "float64"),
+    # 002: polynomial and x·xᵀ at 10000², NumPy in float64 and JAX in float32: both dtypes,
+    # so each side is compared with the other at its own precision.
+    Part(("poly",), ("large",), "float32"),
+    Part(("poly",), ("large",), "float64"),
+    Part(("matmul",), ("huge",), "float32"),
+    Part(("matmul",), ("huge",), "float64"),
+    # 003: five operations at two sizes, float64 ("2000x2000 float64").
+    Part(("elementwise_add", "elementwise_mul", "elementwise_sin", "matmul", "grad", "fft", "sort"),
+         ("small", "large"), "float64"),
+    # 004: 3000² float32 throughout (jax.random.normal, tf.random.normal and torch.randn defaults).
+    Part(("matmul_3000", "matmul_3000_to_host", "transfer_to_device", "transfer_to_host", "rng", "selu"),
+         ("large",), "float32"),
+    Part(("retrace_cached", "retrace_new_shape"), ("small",), "float32"),
+)
+
+
+def quick_parts(dtype: str) -> tuple[Part, ...]:
+    """Every workload that has a `small` preset, at that preset.
+
+    Gradient descent runs 100 steps instead of 1 000: eager JAX differentiates at ~10 ms a
+    step, and five calls of 1 000 steps would take a minute of the two the suite may use.
+    """
+    small = [n for n, wl in WORKLOADS.items() if "small" in wl.presets]
+    steps = [n for n in small if "iters" in WORKLOADS[n].defaults]
+    return (
+        Part(tuple(n for n in small if n not in steps), ("small",), dtype),
+        Part(tuple(steps), ("small",), dtype, (("iters", 100),)),
+    )
+
+
+SUITES = {"quick": quick_parts, "seeds": lambda dtype: SEEDS}
+
+
+def suite_plan(settings: RunSettings) -> list[Case]:
+    """The cases of `settings.suite`: each part planned like a plain run, then concatenated."""
+    from arraybench.plan import build_plan
+
+    if settings.suite not in SUITES:
+        raise unknown("preset", settings.suite, SUITES)
+    cases: list[Case] = []
+    for part in SUITES[settings.suite](settings.dtype):
+        sub = dataclasses.replace(
+            settings, suite=None, workloads=list(part.workloads), sizes=list(part.sizes), dtype=part.dtype,
+            params={**dict(part.params), **settings.params},
+        )
+        cases += [c for c in build_plan(sub) if c not in cases]
+    return cases
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--quick", action="store_true",
+                     help="every workload's small preset with short sampling (a smoke test of the machine)")
+    run.add_argument("--preset", choices=sorted(SUITES), metavar="SUITE",
+                     help="a named suite: 'seeds' is every configuration of the four source documents")
+
+
+def apply_arguments(args: argparse.Namespace, settings: RunSettings) -> None:
+    """Set `settings.suite` and the suite's sampling, keeping what the user set on the command line.
+
+    No --workloads and no suite is the default suite: every workload at its default presets.
+    """
+    if args.quick and args.preset not in (None, "quick"):
+        raise UsageError(f"--quick and --preset {args.preset} are two suites; choose one")
+    suite = "quick" if args.quick else args.preset
+    if suite is not None and (args.workloads or args.sizes):
+        raise UsageError(f"the {suite} suite chooses workloads and sizes; leave out --workloads and --sizes")
+    if suite is None and (args.workloads or args.workload_file):
+        return
+    settings.suite = suite
+    base = QUICK_TIMER if suite == "quick" else SUITE_TIMER
+    mine = {k: v for k, v in vars(settings.timer).items() if v != getattr(TimerConfig(), k)}
+    settings.timer = dataclasses.replace(base, **mine)

@@ -1,0 +1,118 @@
+"""Helpers the built-in workloads share: one function registered on every framework, and checks."""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from arraybench.backends.base import Backend
+from arraybench.workloads.base import Check, Workload, leaves, relative_check
+
+NO_FUSE = "cupy.fuse fuses element-wise kernels only; this op is already one library call"
+
+
+def register_everywhere(
+    wl: Workload,
+    fn_for: Callable[[Backend], Callable[..., Any]],
+    *,
+    numba_parallel: bool = False,
+    no_numba: str | None = None,
+    cupy_jit: bool = True,
+) -> None:
+    """Register `fn_for(backend)`, a Python function of device arrays, on every framework.
+
+    For computations whose code reads the same everywhere (operators, or the framework's own
+    namespace picked inside `fn_for`): NumPy runs it eagerly; Numba under `@njit`
+    (`parallel=True` where it has array expressions to split over NUMBA_NUM_THREADS); JAX,
+    TensorFlow, PyTorch and CuPy eagerly and through `Backend.jit`, built once per case.
+    A Python function rather than a bare ufunc, because torch.compile and cupy.fuse trace code.
+    `no_numba` is the reason Numba cannot compile it, where it cannot.
+    """
+    wl.impl("numpy")(lambda be, **params: fn_for(be))
+
+    def numba_jit(be: Backend, **params: Any) -> Any:
+        return numba_compiled(fn_for(be), parallel=numba_parallel)
+
+    if no_numba:
+        wl.cannot("numba", "jit", no_numba)
+    else:
+        wl.impl("numba", "jit")(numba_jit)
+    for backend in ("jax", "torch"):
+        wl.impl_eager_and_jit(backend)(lambda be, **params: fn_for(be))
+    wl.impl_eager_and_jit("tensorflow")(lambda be, **params: be.run_on_device(fn_for(be)))
+    if cupy_jit:
+        wl.impl_eager_and_jit("cupy")(lambda be, **params: fn_for(be))
+    else:
+        wl.impl("cupy")(lambda be, **params: fn_for(be))
+        wl.cannot("cupy", "jit", NO_FUSE)
+
+
+# Starting a parallel region costs microseconds to tens of them; below this many elements one
+# thread finishes first, so an expert would not go parallel there.
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+def numba_compiled(fn: Callable[..., Any], parallel: bool) -> Callable[..., Any]:
+    """`fn` under @njit; with `parallel`, the `parallel=True` build for big first arguments and
+    the serial build for small ones. Numba compiles each on its first call, so a case compiles
+    only the build it uses."""
+    import numba
+
+    serial = numba.njit(fn)
+    if not parallel:
+        return serial
+    threaded = numba.njit(parallel=True)(fn)
+    return lambda x, *rest: (threaded if x.size >= PARALLEL_MIN_ELEMENTS else serial)(x, *rest)
+
+
+def eps(dtype: str) -> float:
+    return float(np.finfo(dtype).eps)
+
+
+def norm_check(tolerance: Callable[[str, dict[str, Any]], float]) -> Callable[..., Check]:
+    """Relative L2 (Frobenius) error ‖out − ref‖ / ‖ref‖ against `tolerance(dtype, params)`."""
+
+    def check(out: Any, ref: Any, dtype: str, params: dict[str, Any]) -> Check:
+        tol = float(tolerance(dtype, params))
+        (got,), (want,) = leaves(out), leaves(ref)
+        if got.shape != want.shape:
+            return Check(False, float("inf"), float("inf"), tol, f"shape {got.shape}, expected {want.shape}")
+        diff = got.astype(want.dtype) - want
+        if not np.all(np.isfinite(diff)):
+            return Check(False, float("inf"), float("inf"), tol, "output has NaN or inf")
+        rel = float(np.linalg.norm(diff) / np.linalg.norm(want))
+        return Check(bool(rel <= tol), float(np.max(np.abs(diff))), rel, tol)
+
+    return check
+
+
+def exact_check(out: Any, ref: Any, dtype: str, params: dict[str, Any]) -> Check:
+    """Bit-for-bit equality with the reference (sorting and copying round nothing)."""
+    (got,), (want,) = leaves(out), leaves(ref)
+    if got.shape != want.shape:
+        return Check(False, float("inf"), float("inf"), 0.0, f"shape {got.shape}, expected {want.shape}")
+    if got.dtype != np.dtype(dtype):
+        return Check(False, float("inf"), float("inf"), 0.0, f"dtype {got.dtype}, expected {dtype}")
+    wrong = int(np.count_nonzero(got.astype(want.dtype) != want))
+    err = float(np.max(np.abs(got.astype(want.dtype) - want))) if wrong else 0.0
+    scale = float(np.max(np.abs(want))) or 1.0
+    return Check(wrong == 0, err, err / scale, 0.0, f"{wrong} of {want.size} elements differ" if wrong else "")
+
+
+def wrong_dtype(out: Any, dtype: str) -> Check | None:
+    """A failed Check if a float output is not in the case's dtype, else None.
+
+    A silent promotion (Numba multiplies float32 arrays by Python floats in float64) makes a
+    float32 case slower and more accurate than float32 is, and passes any tolerance.
+    """
+    for leaf in leaves(out):
+        want = {"f": np.dtype(dtype), "c": np.result_type(dtype, np.complex64)}.get(leaf.dtype.kind)
+        if want is not None and leaf.dtype != want:
+            return Check(False, float("inf"), float("inf"), 0.0, f"output is {leaf.dtype}, the case is {dtype}")
+    return None
+
+
+def strict_dtype(wl: Workload) -> None:
+    """Make `wl`'s check also fail outputs that are not in the case's dtype."""
+    inner = wl.checker or (lambda out, ref, dtype, params: relative_check(out, ref, wl.tolerance(dtype)))
+    wl.check_with(lambda out, ref, dtype, params: wrong_dtype(out, dtype) or inner(out, ref, dtype, params))

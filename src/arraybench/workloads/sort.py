@@ -1,0 +1,39 @@
+"""Ascending sort of a float vector (document 002): branchy, data-dependent memory access."""
+
+from typing import Any
+
+import numpy as np
+
+from arraybench.workloads.base import Workload
+from arraybench.workloads.common import exact_check, register_everywhere
+
+sort = Workload(
+    name="sort",
+    description="ascending sort of a random float vector (document 002)",
+    defaults={"n": 1_000},
+    size_param="n",
+    presets={"small": {"n": 1_000}, "large": {"n": 1_000_000}},
+    # Comparisons, not floating-point operations: n·log₂(n), the count of a comparison sort.
+    flops=lambda n: n * np.log2(max(n, 2)),
+    bytes=lambda n, itemsize: 2.0 * n * itemsize,
+)
+
+
+@sort.inputs
+def _inputs(rng: np.random.Generator, dtype: type, n: int) -> tuple:
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+sort.reference(lambda x, n: np.sort(x))
+sort.check_with(exact_check)  # float32 values sort the same in float64
+
+
+def _sort_op(be: Any) -> Any:
+    if be.name == "torch":
+        torch = be.torch
+        return lambda x: torch.sort(x).values
+    op = be.tf.sort if be.name == "tensorflow" else be.xp.sort
+    return lambda x: op(x)
+
+
+register_everywhere(sort, _sort_op, cupy_jit=False)
