@@ -26,7 +26,7 @@ def stored_run(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("stored")
     db = tmp / "results.db"
-    code = main(["run", "--backends", "numpy,numba", "--sizes", "2", "--threads", "1",
+    code = main(["run", "--workloads", "linreg", "--backends", "numpy,numba", "--sizes", "2", "--threads", "1",
                  "--output-dir", str(tmp / "out"), "--store", str(db), *TINY])
     assert code == 0
     return db, tmp / "out" / "results.jsonl"
@@ -88,7 +88,7 @@ def test_python_api_loads_runs_and_files_as_dataframes(stored_run):
 
 def test_no_store_writes_no_database(tmp_path, run_cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, _, _ = run_cli("run", "--backends", "numpy", "--modes", "eager", "--sizes", "2", "--threads", "1",
+    code, _, _ = run_cli("run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager", "--sizes", "2", "--threads", "1",
                          "--output-dir", "out", "--no-store", *TINY)
     assert code == 0 and (tmp_path / "out" / "results.jsonl").exists()
     assert not (tmp_path / ".arraybench").exists()

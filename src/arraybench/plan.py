@@ -104,14 +104,12 @@ def build_plan(s: RunSettings) -> list[Case]:
         from arraybench.suites import suite_plan
 
         return suite_plan(s)
+    workloads = [resolve_workload(name, s.workload_file) for name in s.workloads]
+    known = {p for wl in workloads for p in wl.defaults}
+    for name in sorted(set(s.params) - known):
+        raise unknown("parameter", name, known)
     cases: list[Case] = []
-    for name in s.workloads:
-        wl = resolve_workload(name, s.workload_file)
-        unknown_params = set(s.params) - set(wl.defaults)
-        if unknown_params and len(s.workloads) == 1:
-            raise UsageError(
-                f"{wl.name} has no parameter {sorted(unknown_params)[0]!r} (it has {', '.join(wl.defaults)})"
-            )
+    for wl in workloads:
         for params in wl.points(s.sizes, s.params):
             for backend in s.backends:
                 cls = backend_class(backend)
