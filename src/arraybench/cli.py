@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__
+from arraybench import __version__, cluster
 from arraybench.errors import UsageError
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -64,6 +64,7 @@ def build_parser() -> Parser:
     run.add_argument("--output-dir", default="benchmark_results", help="where results and report go")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
+    cluster.add_run_options(run)
 
     sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
     env = sub.add_parser("env", help="machine, software and the settings that change results")
@@ -125,7 +126,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return Progress(n)
 
     try:
-        results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start)
+        results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
+                                  make_runner=cluster.runner_from_args(args))
     except KeyboardInterrupt:
         from arraybench.results import load_results
 

@@ -11,7 +11,7 @@ from arraybench import __version__, environment
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import Results, ResultsWriter, load_results
-from arraybench.runner import Runner
+from arraybench.runner import CaseRunner, Runner
 
 SCHEMA = 1
 
@@ -39,12 +39,13 @@ def execute(
     *,
     resume: bool = False,
     on_start: Callable[[int], Callable[[dict[str, Any]], None]] = lambda n: (lambda r: None),
+    make_runner: Callable[..., CaseRunner] = Runner,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
     `on_start(number of cases)` returns the per-record callback (the progress bar). On Ctrl-C
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
-    already on disk.
+    already on disk. `make_runner` is called like Runner: cluster.ClusterRunner runs on Dask workers.
     """
     done: set[str] = set()
     if resume:
@@ -58,8 +59,8 @@ def execute(
         writer = ResultsWriter(out_dir / "results.jsonl", header)
     except OSError as e:
         raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e.strerror}") from None
-    runner = Runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                    on_record=on_start(len(todo)))
+    runner = make_runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
+                         on_record=on_start(len(todo)))
     try:
         runner.run(todo)
     finally:

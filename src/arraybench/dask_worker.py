@@ -1,0 +1,44 @@
+"""Inside a Dask worker: its pool of arraybench worker processes, and the task that runs one case."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from distributed import WorkerPlugin, get_worker
+
+from arraybench import environment
+from arraybench.case import Case
+from arraybench.runner import WorkerPool
+from arraybench.timing import TimerConfig
+
+
+class CasePool(WorkerPlugin):
+    """One run's WorkerPool in one Dask worker: the worker processes a local run uses, started once.
+
+    The case itself runs in those processes, never in the Dask worker's own, so Dask's threads
+    and event loop do not share a process (or thread pools) with the framework being timed.
+    """
+
+    def __init__(self, timer: TimerConfig, seed: int, timeout: float) -> None:
+        self.timer, self.seed, self.timeout = timer, seed, timeout
+
+    def setup(self, worker: Any) -> None:
+        # Logs stay on the worker's machine; a crash's last stderr line travels in its record.
+        log_dir = Path(worker.local_directory) / "arraybench-logs"
+        self.pool = WorkerPool(self.timer, self.seed, self.timeout, log_dir)
+        self.machine = socket.gethostname()
+        self.worker_name = str(worker.name)
+        self.environment = environment.collect()
+
+    def teardown(self, worker: Any) -> None:
+        self.pool.close()
+
+
+def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run one case in this Dask worker's pool; return its record and this machine's environment."""
+    plugin = get_worker().plugins[plugin_name]
+    record = plugin.pool.run_one(Case.from_dict(case))
+    record["machine"], record["worker"] = plugin.machine, plugin.worker_name
+    return record, plugin.environment
