@@ -18,7 +18,10 @@ from arraybench.cli import build_parser, settings_from_args
 from arraybench.report.table import render_text
 from arraybench.results import load_results
 
+# Each LocalCluster's scheduler tries port 8787 for its HTTP routes; only the first gets it.
+pytestmark = pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
 HOST = socket.gethostname()
+CORES = len(os.sched_getaffinity(0))
 NUMPY_SIZES = ["--backends", "numpy", "--sizes", "2,3,4,5", "--threads", "1"]
 
 
@@ -55,6 +58,13 @@ def test_cluster_run_has_the_cases_statuses_and_format_of_a_local_run(tmp_path, 
     assert results.machines[HOST]["versions"]["numpy"]
     assert "numba·jit" in stdout and "fastest correct" in stdout
 
+    # The same plan from another machine: `report` puts the two side by side.
+    other = tmp_path / "other" / "results.jsonl"
+    other.parent.mkdir()
+    other.write_text((tmp_path / "local" / "results.jsonl").read_text().replace(f'"machine": "{HOST}"', '"machine": "gpu-node"'))
+    code, stdout, _ = run_cli("report", str(tmp_path / "dask"), str(other), "--output-dir", str(tmp_path / "report"))
+    assert code == 0 and f"numba·jit @{HOST}" in stdout and "numba·jit @gpu-node" in stdout
+
 
 def test_on_pins_cases_to_a_named_worker_and_resume_finishes_the_rest(tmp_path, dask_cluster, run_cli):
     address = dask_cluster.scheduler_address
@@ -68,7 +78,7 @@ def test_on_pins_cases_to_a_named_worker_and_resume_finishes_the_rest(tmp_path, 
     path = out / "results.jsonl"
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:3]))
-    code, _, _ = run_cli("run", "--resume", str(out), "--cluster", address)
+    code, _, _ = run_cli("run", "--resume", str(out), "--cluster", address, "--on", HOST)  # any worker there
     lines = read_jsonl(path)
     ids = [r["id"] for r in lines if r["type"] == "case"]
     assert code == 0 and sorted(ids) == sorted(first)  # none twice, none lost
@@ -89,8 +99,9 @@ def test_gpu_cases_without_a_gpu_worker_are_unavailable_with_the_fix(tmp_path, d
         (["--on", "0"], "--on needs --cluster"),
         (["--cluster", "local:0"], "expected local:N with N at least 1"),
         (["--cluster", "localhost"], "expected local:N"),
-        (["--cluster", "{address}", "--on", "nosuchworker"], "--on 'nosuchworker' names no Dask worker; workers: 0 ("),
+        (["--cluster", "{address}", "--on", "nosuchworker"], f"--on 'nosuchworker' names no Dask worker; workers: 0 ({HOST}, tcp://127.0.0.1:"),
         (["--cluster", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at tcp://127.0.0.1:9"),
+        (["--cluster", "local:2", "--threads", str(CORES)], f"that needs {2 * CORES} cores and {CORES} are usable"),
     ],
 )
 def test_bad_cluster_options_are_one_line_and_exit_2(tmp_path, dask_cluster, run_cli, monkeypatch, args, message):
@@ -113,12 +124,13 @@ def kill_a_busy_worker(client: Client) -> str:
     raise AssertionError("no Dask worker ever ran a case")
 
 
-@pytest.mark.parametrize("allowed_failures", [3, 0])
-def test_a_dying_worker_loses_only_its_case_which_is_retried_or_marked(tmp_path, allowed_failures):
+def run_killing_a_worker(out: Path, *extra: str, **scheduler_config) -> list[dict]:
+    """A run of four numpy cases on a fresh 2-worker cluster, one Dask worker killed mid-case."""
     # Cases of about a second, so the kill lands while one runs, not between two.
-    args = build_parser().parse_args(["run", *NUMPY_SIZES, *TINY[:2], "--min-time", "0.7", "--max-time", "1"])
-    settings = settings_from_args(args)
-    with start_cluster(**{"distributed.scheduler.allowed-failures": allowed_failures}) as c, Client(c) as client:
+    args = ["run", *NUMPY_SIZES, *TINY[:2], "--min-time", "0.7", "--max-time", "1", *extra]
+    parsed = build_parser().parse_args(args)
+    settings = settings_from_args(parsed)
+    with start_cluster(**scheduler_config) as c, Client(c) as client:
         killed: list[str] = []
         # After the first record, from another thread, so the run goes on starting cases meanwhile.
         killer = threading.Thread(target=lambda: killed.append(kill_a_busy_worker(client)))
@@ -129,19 +141,34 @@ def test_a_dying_worker_loses_only_its_case_which_is_retried_or_marked(tmp_path,
                     killer.start()
             return on_record
 
-        runner = functools.partial(cluster.ClusterRunner, cluster.ClusterTarget(address=c.scheduler_address))
-        results = session.execute(settings, tmp_path, on_start=on_start, make_runner=runner)
+        target = cluster.ClusterTarget.parse(c.scheduler_address, parsed.on)
+        results = session.execute(settings, out, on_start=on_start,
+                                  make_runner=functools.partial(cluster.ClusterRunner, target))
         killer.join()
     assert killed  # a worker did die mid-case
     ids = [r["id"] for r in results.records]
-    statuses = sorted(r["status"] for r in results.records)
     assert len(ids) == len(set(ids)) == 4  # every case once: none lost, none twice
+    return results.records
+
+
+@pytest.mark.parametrize("allowed_failures", [3, 0])
+def test_a_dying_worker_loses_only_its_case_which_is_retried_or_marked(tmp_path, allowed_failures):
+    records = run_killing_a_worker(tmp_path, **{"distributed.scheduler.allowed-failures": allowed_failures})
+    statuses = sorted(r["status"] for r in records)
     if allowed_failures:
         assert statuses == ["ok"] * 4  # the killed worker's case ran again elsewhere
     else:
-        assert statuses.count("crashed") == 1 and statuses.count("ok") == 3
-        [crashed] = [r for r in results.records if r["status"] == "crashed"]
+        assert statuses == ["crashed", "ok", "ok", "ok"]
+        [crashed] = [r for r in records if r["status"] == "crashed"]
         assert "Dask workers died running it 1 times" in crashed["error"]
+
+
+def test_cases_pinned_to_a_worker_that_died_are_marked_not_waited_for(tmp_path):
+    records = run_killing_a_worker(tmp_path, "--on", "0")
+    statuses = [r["status"] for r in records]
+    assert statuses[0] == "ok" and "crashed" in statuses  # in the order they finished
+    for r in records:
+        assert r["status"] == "ok" or r["error"] == "the Dask worker it was pinned to with --on left the cluster"
 
 
 def test_report_puts_machines_side_by_side_with_speedups_per_machine():

@@ -135,7 +135,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\narraybench: interrupted; {kept} finished cases kept in {out_dir / 'results.jsonl'}\n"
               f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    records = list(results.latest().values())
+    records = results.latest_per_machine()
     print(render_text(records))
     write_report(results, out_dir)
     failed = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crashed")]
@@ -149,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def write_report(results: Any, out_dir: Path) -> None:
     from arraybench.report.table import render_markdown
 
-    records = list(results.latest().values())
+    records = results.latest_per_machine()
     (out_dir / "report.md").write_text("# arraybench report\n\n" + render_markdown(records) + "\n")
     print(f"\nreport: {out_dir / 'report.md'}", file=sys.stderr)
 
@@ -224,7 +224,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     combined = Results(header=loaded[0].header, records=merge(loaded))
-    print(render_text(list(combined.latest().values())))
+    print(render_text(combined.latest_per_machine()))
     write_report(combined, out_dir)
     return EXIT_OK
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import os
+import socket
 import time
 import uuid
 from collections import deque
@@ -99,6 +101,20 @@ class ClusterTarget:
             return cls(local_workers=int(count), on=pins)
         return cls(address=text, on=pins)
 
+    def cpu_slices(self, threads: int) -> dict[str, list[int]]:
+        """Disjoint CPUs for each local worker (by name), so cases run at once never share a core."""
+        if self.local_workers is None:
+            return {}
+        cpus = sorted(os.sched_getaffinity(0))
+        if self.local_workers * threads > len(cpus):
+            raise UsageError(
+                f"--cluster local:{self.local_workers} runs {self.local_workers} cases at once with "
+                f"--threads {threads} each: that needs {self.local_workers * threads} cores and "
+                f"{len(cpus)} are usable; lower --threads or N"
+            )
+        per = len(cpus) // self.local_workers
+        return {str(i): cpus[i * per:(i + 1) * per] for i in range(self.local_workers)}
+
     @contextlib.contextmanager
     def client(self) -> Iterator[Any]:
         try:
@@ -161,9 +177,10 @@ class ClusterRunner:
 
         from arraybench.dask_worker import CasePool
 
+        cpus = self.target.cpu_slices(max((c.threads for c in cases), default=1))
         with self.target.client() as client:
             workers = self.wait_for_workers(client)
-            pins = self.pins(workers)
+            pins = self.pins(workers, client.run(socket.gethostname) if self.target.on else {})
             queue: deque[Case] = deque()
             for case in Runner.order(cases, self.seed):
                 needs = case_needs(case)
@@ -172,7 +189,7 @@ class ClusterRunner:
                 else:
                     self.record(blank_record(case, "unavailable", self.no_worker_reason(needs)))
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
-            client.register_plugin(CasePool(self.timer, self.seed, self.timeout), name=plugin)
+            client.register_plugin(CasePool(self.timer, self.seed, self.timeout, cpus), name=plugin)
             in_flight: dict[Any, Case] = {}
             try:
                 self.feed(client, plugin, queue, in_flight, as_completed(), pins)
@@ -260,18 +277,19 @@ class ClusterRunner:
             raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
         return workers
 
-    def pins(self, workers: list[DaskWorker]) -> Pins:
-        """The workers `--on` names; each token may be a worker's name, host or address."""
+    def pins(self, workers: list[DaskWorker], hostnames: dict[str, str]) -> Pins:
+        """The workers `--on` names; each token may be a worker's name, host name, IP or address."""
         chosen: list[DaskWorker] = []
         hosts: set[str] = set()
         for token in self.target.on:
-            match = [w for w in workers if token in (w.name, w.host, w.address)]
+            by_host = [w for w in workers if token in (w.host, hostnames.get(w.address))]
+            match = by_host or [w for w in workers if token in (w.name, w.address)]
             if not match:
-                known = ", ".join(sorted(f"{w.name} ({w.address})" for w in workers))
+                known = ", ".join(sorted(f"{w.name} ({hostnames.get(w.address, w.host)}, {w.address})"
+                                         for w in workers))
                 raise UsageError(f"--on {token!r} names no Dask worker; workers: {known}")
             chosen += match
-            if any(w.host == token for w in match):
-                hosts.add(token)
+            hosts |= {w.host for w in by_host}
         addresses = {w.address for w in chosen if w.host not in hosts}
         return Pins(tuple(chosen), frozenset(hosts), frozenset(addresses))
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from arraybench import environment
+from arraybench import __version__, environment
 from arraybench.case import Case
 from arraybench.runner import WorkerPool
 from arraybench.timing import TimerConfig
@@ -21,8 +22,10 @@ class CasePool(WorkerPlugin):
     and event loop do not share a process (or thread pools) with the framework being timed.
     """
 
-    def __init__(self, timer: TimerConfig, seed: int, timeout: float) -> None:
+    def __init__(self, timer: TimerConfig, seed: int, timeout: float,
+                 cpu_slices: dict[str, list[int]]) -> None:
         self.timer, self.seed, self.timeout = timer, seed, timeout
+        self.cpu_slices = cpu_slices
 
     def setup(self, worker: Any) -> None:
         # Logs stay on the worker's machine; a crash's last stderr line travels in its record.
@@ -30,7 +33,8 @@ class CasePool(WorkerPlugin):
         self.pool = WorkerPool(self.timer, self.seed, self.timeout, log_dir)
         self.machine = socket.gethostname()
         self.worker_name = str(worker.name)
-        self.environment = environment.collect()
+        self.cpus = self.cpu_slices.get(self.worker_name)
+        self.environment = {**environment.collect(), "arraybench_version": __version__}
 
     def teardown(self, worker: Any) -> None:
         self.pool.close()
@@ -39,6 +43,10 @@ class CasePool(WorkerPlugin):
 def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run one case in this Dask worker's pool; return its record and this machine's environment."""
     plugin = get_worker().plugins[plugin_name]
+    if plugin.cpus:
+        # Affinity is per thread on Linux and a worker process inherits its starter's: this
+        # keeps the cases of several local Dask workers on disjoint cores.
+        os.sched_setaffinity(0, plugin.cpus)
     record = plugin.pool.run_one(Case.from_dict(case))
     record["machine"], record["worker"] = plugin.machine, plugin.worker_name
     return record, plugin.environment

@@ -46,6 +46,11 @@ class Results:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r["id"]: r for r in self.records}
 
+    def latest_per_machine(self) -> list[dict[str, Any]]:
+        """The last record of each case id on each machine: files merged from several machines
+        hold the same case ids, and tables show them side by side."""
+        return list({(r.get("machine"), r["id"]): r for r in self.records}.values())
+
 
 class ResultsWriter:
     """Appends records to a results file, each flushed to disk the moment it exists."""
