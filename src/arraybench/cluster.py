@@ -18,7 +18,7 @@ from typing import Any
 from arraybench.case import Case
 from arraybench.errors import UsageError
 from arraybench.execute import blank_record, one_line
-from arraybench.plan import parse_list
+from arraybench.plan import default_threads, parse_list
 from arraybench.results import ResultsWriter, load_results
 from arraybench.runner import CaseRunner, Runner
 from arraybench.timing import TimerConfig
@@ -47,7 +47,14 @@ def runner_from_args(args: argparse.Namespace) -> Callable[..., CaseRunner]:
         raise UsageError("--on needs --cluster")
     if not args.cluster:
         return Runner
-    return functools.partial(ClusterRunner, ClusterTarget.parse(args.cluster, args.on))
+    target = ClusterTarget.parse(args.cluster, args.on)
+    # Refuse what cannot run before the results file exists, so the fixed command can reuse it.
+    if not args.resume:
+        target.cpu_slices(args.threads or default_threads())
+    if target.address is not None:
+        with target.client() as client:
+            target.workers(client)
+    return functools.partial(ClusterRunner, target)
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ class Pins:
     addresses: frozenset[str] = frozenset()
 
     def allow(self, worker: DaskWorker) -> bool:
-        return not self.workers or worker in self.workers
+        return not self.workers or worker in self.workers or worker.host in self.hosts
 
     def restriction(self) -> list[str] | None:
         return sorted(self.hosts | self.addresses) or None
@@ -114,6 +121,34 @@ class ClusterTarget:
             )
         per = len(cpus) // self.local_workers
         return {str(i): cpus[i * per:(i + 1) * per] for i in range(self.local_workers)}
+
+    def workers(self, client: Any) -> tuple[list[DaskWorker], Pins]:
+        """The connected workers and what `--on` allows; a cluster no case can run on is refused."""
+        where = self.address or "the local cluster"
+        try:
+            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+        except TimeoutError:
+            raise UsageError(f"no Dask worker joined {where} within {WAIT_FOR_WORKERS:.0f} s; {WORKER_HINT}") from None
+        workers = dask_workers(client)
+        if not any(w.offers({SLOT: 1}) for w in workers):
+            raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
+        return workers, self.pins(workers, client.run(socket.gethostname) if self.on else {})
+
+    def pins(self, workers: list[DaskWorker], hostnames: dict[str, str]) -> Pins:
+        """The workers `--on` names; each token may be a worker's name, host name, IP or address."""
+        chosen: list[DaskWorker] = []
+        hosts: set[str] = set()
+        for token in self.on:
+            by_host = [w for w in workers if token in (w.host, hostnames.get(w.address))]
+            match = by_host or [w for w in workers if token in (w.name, w.address)]
+            if not match:
+                known = ", ".join(sorted(f"{w.name} ({hostnames.get(w.address, w.host)}, {w.address})"
+                                         for w in workers))
+                raise UsageError(f"--on {token!r} names no Dask worker; workers: {known}")
+            chosen += match
+            hosts |= {w.host for w in by_host}
+        addresses = {w.address for w in chosen if w.host not in hosts}
+        return Pins(tuple(chosen), frozenset(hosts), frozenset(addresses))
 
     @contextlib.contextmanager
     def client(self) -> Iterator[Any]:
@@ -179,8 +214,7 @@ class ClusterRunner:
 
         cpus = self.target.cpu_slices(max((c.threads for c in cases), default=1))
         with self.target.client() as client:
-            workers = self.wait_for_workers(client)
-            pins = self.pins(workers, client.run(socket.gethostname) if self.target.on else {})
+            workers, pins = self.target.workers(client)
             queue: deque[Case] = deque()
             for case in Runner.order(cases, self.seed):
                 needs = case_needs(case)
@@ -265,33 +299,6 @@ class ClusterRunner:
         self.writer.append(rec)
         self.records.append(rec)
         self.on_record(rec)
-
-    def wait_for_workers(self, client: Any) -> list[DaskWorker]:
-        where = self.target.address or "the local cluster"
-        try:
-            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
-        except TimeoutError:
-            raise UsageError(f"no Dask worker joined {where} within {WAIT_FOR_WORKERS:.0f} s; {WORKER_HINT}") from None
-        workers = dask_workers(client)
-        if not any(w.offers({SLOT: 1}) for w in workers):
-            raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
-        return workers
-
-    def pins(self, workers: list[DaskWorker], hostnames: dict[str, str]) -> Pins:
-        """The workers `--on` names; each token may be a worker's name, host name, IP or address."""
-        chosen: list[DaskWorker] = []
-        hosts: set[str] = set()
-        for token in self.target.on:
-            by_host = [w for w in workers if token in (w.host, hostnames.get(w.address))]
-            match = by_host or [w for w in workers if token in (w.name, w.address)]
-            if not match:
-                known = ", ".join(sorted(f"{w.name} ({hostnames.get(w.address, w.host)}, {w.address})"
-                                         for w in workers))
-                raise UsageError(f"--on {token!r} names no Dask worker; workers: {known}")
-            chosen += match
-            hosts |= {w.host for w in by_host}
-        addresses = {w.address for w in chosen if w.host not in hosts}
-        return Pins(tuple(chosen), frozenset(hosts), frozenset(addresses))
 
     def no_worker_reason(self, needs: dict[str, float]) -> str:
         offer = ",".join(f"{k}={v:g}" for k, v in needs.items())
