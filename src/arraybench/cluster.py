@@ -6,7 +6,9 @@ import argparse
 import contextlib
 import functools
 import os
+import signal
 import socket
+import threading
 import time
 import uuid
 from collections import deque
@@ -158,10 +160,11 @@ class ClusterTarget:
             raise UsageError("--cluster needs Dask: pip install 'arraybench[cluster]'") from None
         if self.local_workers is not None:
             # Loopback only, one thread each: the cluster is reachable from this machine alone.
-            with LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
-                              host="127.0.0.1", dashboard_address=None, resources={SLOT: 1}) as cluster:
-                with Client(cluster) as client:
-                    yield client
+            with sigint_ignored():
+                cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None, resources={SLOT: 1})
+            with cluster, Client(cluster) as client:
+                yield client
             return
         try:
             client = Client(self.address, timeout=CONNECT_TIMEOUT)
@@ -169,6 +172,20 @@ class ClusterTarget:
             raise UsageError(f"cannot reach the Dask scheduler at {self.address}: {one_line(e)}") from None
         with client:
             yield client
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Processes started meanwhile ignore Ctrl-C (an ignored signal stays ignored across exec):
+    on Ctrl-C this process stops them in order, instead of each dying with its own traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def dask_workers(client: Any) -> list[DaskWorker]:
