@@ -4,6 +4,8 @@ import functools
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -183,3 +185,24 @@ def test_report_puts_machines_side_by_side_with_speedups_per_machine():
     rows = {line.split("  ")[0]: line for line in text.splitlines()}
     assert "4.00×" in rows["jax·jit @cpu-node"] and "20.00×" in rows["jax·jit @gpu-node"]
     assert "1.00×" in rows["numpy·eager @gpu-node"]
+
+
+def test_ctrl_c_on_a_local_cluster_keeps_finished_cases_and_leaves_no_process(tmp_path):
+    import psutil
+
+    env = {**os.environ, "PYTHONPATH": str(Path(cluster.__file__).parent.parent)}
+    cmd = [sys.executable, "-m", "arraybench", "run", "--cluster", "local:2", *NUMPY_SIZES, *TINY[:2],
+           "--min-time", "0.5", "--max-time", "0.5", "--output-dir", str(tmp_path)]
+    # Its own process group, as in a terminal, where Ctrl-C reaches every process of the group.
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    for line in proc.stderr:
+        if line.startswith("[1/"):
+            break
+    family = psutil.Process(proc.pid).children(recursive=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130
+    assert "Traceback" not in rest and f"resume with: arraybench run --resume {tmp_path}" in rest
+    assert load_results(tmp_path).records  # the finished cases, in a valid file
+    _, alive = psutil.wait_procs(family, timeout=10)
+    assert not alive  # Dask workers and their arraybench worker processes are all gone
