@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv bench quick test lint clean
+.PHONY: venv bench quick test lint clean browser
 
 venv: $(STAMP)
 
@@ -23,7 +23,11 @@ bench: venv
 quick: venv
 	$(BIN)/arraybench run --quick --output-dir benchmark_results/quick
 
-test: venv
+# The report's browser test loads report.html in Debian's chromium: installed once, quick after.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: venv browser
 	$(BIN)/python -m pytest -q
 
 lint: venv

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, cluster
+from arraybench import __version__, cluster, compare, store
 from arraybench.errors import UsageError
+from arraybench.limits import memory_size
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -64,6 +65,8 @@ def build_parser() -> Parser:
     run.add_argument("--output-dir", default="benchmark_results", help="where results and report go")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
+    run.add_argument("--memory-limit", type=memory_size, help="cap each worker's memory, e.g. 2G")
+    store.add_run_options(run)
     cluster.add_run_options(run)
 
     sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
@@ -74,6 +77,8 @@ def build_parser() -> Parser:
     rep = sub.add_parser("report", help="rebuild the report from results files")
     rep.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
     rep.add_argument("--output-dir", default="benchmark_results")
+    store.add_parsers(sub)
+    compare.add_parser(sub)
     return p
 
 
@@ -110,16 +115,20 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
     if args.threads is not None:
         settings.threads = args.threads
+    settings.memory_limit = args.memory_limit
     return settings
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from arraybench import session
-    from arraybench.report.table import render_text
+    from arraybench.report import publish
     from arraybench.runner import Progress
 
+    if args.resume:
+        check_resume_args(args)
     out_dir = Path(args.resume or args.output_dir)
     settings = None if args.resume else settings_from_args(args)
+    store_path = store.store_path(args)
 
     def on_start(n: int) -> Any:
         print(f"arraybench {__version__}: {n} cases -> {out_dir / 'results.jsonl'}", file=sys.stderr)
@@ -127,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
-                                  make_runner=cluster.runner_from_args(args))
+                                  store=store_path, make_runner=cluster.runner_from_args(args))
     except KeyboardInterrupt:
         from arraybench.results import load_results
 
@@ -135,9 +144,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\narraybench: interrupted; {kept} finished cases kept in {out_dir / 'results.jsonl'}\n"
               f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    records = results.latest_per_machine()
-    print(render_text(records))
-    write_report(results, out_dir)
+    records = list(results.latest().values())
+    publish([results], out_dir)
+    if store_path is not None:
+        print(f"stored as run {store.run_id(results.header)} in {store_path}", file=sys.stderr)
     failed = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crashed")]
     if failed:
         print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",
@@ -146,12 +156,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def write_report(results: Any, out_dir: Path) -> None:
-    from arraybench.report.table import render_markdown
-
-    records = results.latest_per_machine()
-    (out_dir / "report.md").write_text("# arraybench report\n\n" + render_markdown(records) + "\n")
-    print(f"\nreport: {out_dir / 'report.md'}", file=sys.stderr)
+def check_resume_args(args: argparse.Namespace) -> None:
+    """--resume runs with the settings stored in DIR: another option would mix two runs in one file."""
+    if Path(args.resume).is_file():
+        raise UsageError(f"--resume takes the run's output directory, not a file: {args.resume!r}")
+    if not (Path(args.resume) / "results.jsonl").exists():
+        raise UsageError(f"nothing to resume in {args.resume!r}: it holds no results.jsonl")
+    defaults = vars(build_parser().parse_args(["run"]))
+    # Where the cases run (--cluster, --on) is not a setting of what they measure.
+    given = [k for k, v in vars(args).items()
+             if k not in ("resume", "debug", "cluster", "on") and v != defaults[k]]
+    if given:
+        option = "--" + given[0].replace("_", "-")
+        raise UsageError(f"--resume {args.resume} runs with the settings stored there; drop {option}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -214,19 +231,16 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from arraybench.report.table import render_text
-    from arraybench.results import Results, load_results, merge
+    from arraybench.report import publish
+    from arraybench.results import load_results, writable_dir
 
     loaded = [load_results(p) for p in args.results]
     for res in loaded:
         for w in res.warnings:
             print(f"arraybench: warning: {w}", file=sys.stderr)
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    combined = Results(header=loaded[0].header, records=merge(loaded))
-    print(render_text(combined.latest_per_machine()))
-    write_report(combined, out_dir)
+    publish(loaded, writable_dir(Path(args.output_dir)))
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "env": cmd_env, "report": cmd_report}
+COMMANDS = {"run": cmd_run, "list": cmd_list, "env": cmd_env, "report": cmd_report,
+            **store.COMMANDS, **compare.COMMANDS}

@@ -217,10 +217,12 @@ class ClusterRunner:
         timeout: float,
         log_dir: Path,
         on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+        memory_limit: int | None = None,
     ) -> None:
         # log_dir is unused: worker logs stay on each Dask worker's machine.
         self.target, self.writer, self.on_record = target, writer, on_record
         self.timer, self.seed, self.timeout = timer, seed, timeout
+        self.memory_limit = memory_limit
         self.records: list[dict[str, Any]] = []
         self.machines = set(load_results(writer.path).machine_lines)
 
@@ -240,7 +242,7 @@ class ClusterRunner:
                 else:
                     self.record(blank_record(case, "unavailable", self.no_worker_reason(needs)))
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
-            client.register_plugin(CasePool(self.timer, self.seed, self.timeout, cpus), name=plugin)
+            client.register_plugin(CasePool(self.timer, self.seed, self.timeout, cpus, self.memory_limit), name=plugin)
             in_flight: dict[Any, Case] = {}
             try:
                 self.feed(client, plugin, queue, in_flight, as_completed(), pins)

@@ -23,14 +23,14 @@ class CasePool(WorkerPlugin):
     """
 
     def __init__(self, timer: TimerConfig, seed: int, timeout: float,
-                 cpu_slices: dict[str, list[int]]) -> None:
+                 cpu_slices: dict[str, list[int]], memory_limit: int | None = None) -> None:
         self.timer, self.seed, self.timeout = timer, seed, timeout
-        self.cpu_slices = cpu_slices
+        self.cpu_slices, self.memory_limit = cpu_slices, memory_limit
 
     def setup(self, worker: Any) -> None:
         # Logs stay on the worker's machine; a crash's last stderr line travels in its record.
         log_dir = Path(worker.local_directory) / "arraybench-logs"
-        self.pool = WorkerPool(self.timer, self.seed, self.timeout, log_dir)
+        self.pool = WorkerPool(self.timer, self.seed, self.timeout, log_dir, self.memory_limit)
         self.machine = socket.gethostname()
         self.worker_name = str(worker.name)
         self.cpus = self.cpu_slices.get(self.worker_name)

@@ -8,9 +8,13 @@ class UsageError(Exception):
     """Bad input from the user (name, size, file); shown as one line, exit code 2."""
 
 
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """`; did you mean 'x'?` for the valid name closest to `name`, or "" when none is close."""
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def unknown(kind: str, name: str, valid: Iterable[str]) -> UsageError:
     """A UsageError for an unknown name, suggesting the closest valid one."""
     valid = sorted(valid)
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return UsageError(f"unknown {kind} {name!r}{hint} (valid: {', '.join(valid)})")
+    return UsageError(f"unknown {kind} {name!r}{did_you_mean(name, valid)} (valid: {', '.join(valid)})")

@@ -62,6 +62,7 @@ class RunSettings:
     timer: TimerConfig = field(default_factory=TimerConfig)
     workload_file: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    memory_limit: int | None = None  # bytes of writable memory per worker (limits.apply_memory_limit)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,17 +6,25 @@ Schema history (keep old fixtures in tests/fixtures so the loader never silently
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import secrets
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from arraybench.errors import UsageError
 
 SCHEMA = 1
 FINAL_STATUSES = ("ok", "wrong", "error", "timeout", "crashed", "unavailable", "unsupported")
+# What every reader may rely on in a case line (schema 1); the timings only where a case ran.
+CASE_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "id": str, "workload": str, "params": dict, "backend": str, "mode": str, "dtype": str, "status": str,
+}
+TIMED_FIELDS: dict[str, type | tuple[type, ...]] = {"median_s": (int, float), "iqr_s": (int, float)}
 
 
 @dataclass
@@ -46,28 +54,35 @@ class Results:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r["id"]: r for r in self.records}
 
-    def latest_per_machine(self) -> list[dict[str, Any]]:
-        """The last record of each case id on each machine: files merged from several machines
-        hold the same case ids, and tables show them side by side."""
-        return list({(r.get("machine"), r["id"]): r for r in self.records}.values())
-
 
 class ResultsWriter:
-    """Appends records to a results file, each flushed to disk the moment it exists."""
+    """Appends records to a results file, each flushed to disk the moment it exists.
+
+    It holds an exclusive lock on the file while open, so a second run into the same output
+    directory is refused instead of interleaving its cases; the kernel drops the lock when the
+    process dies, however it dies.
+    """
 
     def __init__(self, path: Path, header: dict[str, Any] | None) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not path.exists() or path.stat().st_size == 0
-        if not fresh and header is not None:
-            raise UsageError(f"{path} already exists; use --resume {path.parent} or another --output-dir")
-        if not fresh:
-            _drop_torn_tail(path)
         self._f = path.open("a", encoding="utf-8")
-        if fresh:
-            if header is None:
-                raise UsageError(f"{path} is empty; nothing to resume")
+        try:
+            fcntl.flock(self._f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._refuse(f"another arraybench run is writing {path}; wait for it or use another --output-dir")
+        if path.stat().st_size > 0:
+            if header is not None:
+                self._refuse(f"{path} already exists; use --resume {path.parent} or another --output-dir")
+            _drop_torn_tail(path)
+        elif header is None:
+            self._refuse(f"{path} is empty; nothing to resume")
+        else:
             self._write({"type": "header", **header})
+
+    def _refuse(self, message: str) -> NoReturn:
+        self._f.close()
+        raise UsageError(message)
 
     def _write(self, obj: dict[str, Any]) -> None:
         self._f.write(json.dumps(obj, default=_jsonable, allow_nan=True) + "\n")
@@ -101,6 +116,44 @@ def _drop_torn_tail(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
+def writable_dir(path: Path) -> Path:
+    """`path`, created if needed and checked writable; a UsageError naming it otherwise."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as e:
+        raise UsageError(f"cannot write to output directory {str(path)!r}: {e.strerror}") from None
+    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one step: a reader, or a crash, sees the old file or the new one.
+
+    The temporary file sits in the same directory (a rename is atomic only within one file
+    system) under a unique name, so two runs writing the same report cannot mix their bytes.
+    """
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # the rename itself survives a power cut
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """atomic_write_bytes for UTF-8 text."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
 def load_results(path: str | os.PathLike[str]) -> Results:
     """Read and validate a results file; every problem is a one-line UsageError."""
     p = Path(path)
@@ -122,7 +175,10 @@ def load_results(path: str | os.PathLike[str]) -> Results:
     warnings: list[str] = []
     if lines[-1] == "":
         lines.pop()
-    elif len(lines) > 1:
+    elif len(lines) == 1:
+        raise UsageError(f"results file {str(p)!r} is truncated inside its header line: "
+                         "nothing was measured; delete it and run again")
+    else:
         # No final newline: the writer was killed mid-line. Never parse the fragment as data.
         lines.pop()
         warnings.append(f"{p}: dropped a torn last line (the run was interrupted while writing it)")
@@ -152,11 +208,26 @@ def load_results(path: str | os.PathLike[str]) -> Results:
             machines[str(obj.get("machine"))] = obj["environment"]
         if obj.get("type") != "case":
             continue
-        missing = [k for k in ("id", "workload", "backend", "mode", "status") if k not in obj]
-        if missing:
-            raise UsageError(f"results file {str(p)!r} line {i} lacks {', '.join(missing)}")
+        problem = _case_problem(obj)
+        if problem:
+            raise UsageError(f"results file {str(p)!r} line {i} {problem}")
         records.append(obj)
     return Results(header=header, records=records, path=p, warnings=warnings, machine_lines=machines)
+
+
+def _case_problem(obj: dict[str, Any]) -> str:
+    """Why a case line breaks schema 1, or "" when it does not."""
+    fields = CASE_FIELDS | (TIMED_FIELDS if obj.get("status") == "ok" else {})
+    missing = [k for k in fields if k not in obj]
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    for key, kind in fields.items():
+        # bool is an int to Python, never a time to us.
+        if not isinstance(obj[key], kind) or isinstance(obj[key], bool):
+            return f"has {key} {obj[key]!r} of the wrong type"
+    if obj["status"] not in FINAL_STATUSES:
+        return f"has an unknown status {obj['status']!r}"
+    return ""
 
 
 def merge(results: Iterable[Results]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import select
 import signal
 import socket
@@ -19,6 +20,7 @@ from typing import Any, Protocol, TextIO
 from arraybench.backends import backend_class
 from arraybench.case import Case
 from arraybench.execute import blank_record
+from arraybench.limits import format_size
 from arraybench.results import ResultsWriter
 from arraybench.timing import TimerConfig
 
@@ -59,16 +61,21 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.worker` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, log_dir: Path) -> None:
+    def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None) -> None:
         self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
+        self.memory_limit = memory_limit
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}.log"
         self._log = self.log_path.open("ab")
+        # Replacement workers append to the same log; a death is explained by this one's lines.
+        self._log_start = self._log.tell()
         cmd = [
             sys.executable, "-m", "arraybench.worker",
             "--backend", case.backend, "--threads", str(case.threads),
-            "--dtype", case.dtype, "--device", case.device,
+            "--dtype", case.dtype, "--device", case.device, "--parent", str(os.getpid()),
         ]
+        if memory_limit:
+            cmd += ["--memory-limit", str(memory_limit)]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -108,14 +115,20 @@ class Worker:
         why = signal_name(code)
         if code == -signal.SIGKILL:
             why += " (killed: out of memory?)"
+        if self.memory_limit:
+            why += f" under --memory-limit {format_size(self.memory_limit)}"
         tail = self.stderr_tail()
-        return f"worker died with {why}" + (f"; last output: {tail}" if tail else "")
+        return f"worker died with {why}" + (f"; last output: {tail}" if tail else "") + f"; log: {self.log_path}"
 
     def stderr_tail(self) -> str:
+        """The last line this worker wrote to stderr, where it was not faulthandler's stack dump."""
         try:
-            lines = [ln for ln in self.log_path.read_text(errors="replace").splitlines() if ln.strip()]
+            with self.log_path.open("rb") as f:
+                f.seek(self._log_start)
+                text = f.read().decode(errors="replace")
         except OSError:
             return ""
+        lines = [ln for ln in re.split(r"\n(?:Current thread|Thread) 0x", text)[0].splitlines() if ln.strip()]
         return lines[-1][:300] if lines else ""
 
     def run(self, case: Case, timer: TimerConfig, seed: int, timeout: float) -> dict[str, Any]:
@@ -160,10 +173,11 @@ class Runner:
         timeout: float,
         log_dir: Path,
         on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+        memory_limit: int | None = None,
     ) -> None:
         self.writer, self.seed = writer, seed
         self.on_record = on_record
-        self.pool = WorkerPool(timer, seed, timeout, log_dir)
+        self.pool = WorkerPool(timer, seed, timeout, log_dir, memory_limit)
         self.machine = socket.gethostname()
 
     @staticmethod
@@ -196,9 +210,11 @@ class WorkerPool:
     and the worker is replaced for the next case.
     """
 
-    def __init__(self, timer: TimerConfig, seed: int, timeout: float, log_dir: Path) -> None:
+    def __init__(self, timer: TimerConfig, seed: int, timeout: float, log_dir: Path,
+                 memory_limit: int | None = None) -> None:
         self.timer, self.seed, self.timeout = timer, seed, timeout
         self.log_dir = log_dir
+        self.memory_limit = memory_limit
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
 
@@ -212,18 +228,19 @@ class WorkerPool:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         if worker is None:
-            worker = Worker(case, self.log_dir)
+            worker = Worker(case, self.log_dir, self.memory_limit)
+            # Registered before it starts, so a Ctrl-C during its imports still kills it.
+            self.workers[key] = worker
             try:
                 worker.start()
             except (WorkerDied, WorkerTimeout) as e:
-                worker.kill()
+                self._drop(key)
                 reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
                 return blank_record(case, "crashed", f"{case.backend} failed to start: {reason}")
             if worker.unavailable is not None:
                 self.unavailable[key] = worker.unavailable
-                worker.kill()
+                self._drop(key)
                 return blank_record(case, "unavailable", worker.unavailable)
-            self.workers[key] = worker
         try:
             return worker.run(case, self.timer, self.seed, self.timeout)
         except WorkerTimeout:

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, environment
+from arraybench import __version__, environment, peaks
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
-from arraybench.results import Results, ResultsWriter, load_results
+from arraybench.results import Results, ResultsWriter, load_results, writable_dir
 from arraybench.runner import CaseRunner, Runner
+from arraybench.store import Store, new_run_id, recording
 
 SCHEMA = 1
 
@@ -19,10 +20,11 @@ SCHEMA = 1
 def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
+        "run_id": new_run_id(),
         "arraybench_version": __version__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "settings": settings.to_dict(),
-        "environment": environment.collect(),
+        "environment": {**environment.collect(), "peaks": peaks.measure(settings.threads)},
         "plan_size": plan_size,
     }
 
@@ -30,7 +32,13 @@ def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
 def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str]]:
     """The settings of the interrupted run in `out_dir` and the ids it already finished."""
     previous = load_results(out_dir)
-    return RunSettings.from_dict(previous.settings), {r["id"] for r in previous.records}
+    try:
+        settings = RunSettings.from_dict(previous.settings) if previous.settings else None
+    except (TypeError, ValueError):
+        settings = None
+    if settings is None:
+        raise UsageError(f"results file {str(previous.path)!r} holds no run settings to resume with")
+    return settings, {r["id"] for r in previous.records}
 
 
 def execute(
@@ -39,13 +47,15 @@ def execute(
     *,
     resume: bool = False,
     on_start: Callable[[int], Callable[[dict[str, Any]], None]] = lambda n: (lambda r: None),
+    store: Path | None = None,
     make_runner: Callable[..., CaseRunner] = Runner,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
     `on_start(number of cases)` returns the per-record callback (the progress bar). On Ctrl-C
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
-    already on disk. `make_runner` is called like Runner: cluster.ClusterRunner runs on Dask workers.
+    already on disk. With `store`, each record is also added to that results store as it lands.
+    `make_runner` is called like Runner: cluster.ClusterRunner runs the cases on Dask workers.
     """
     done: set[str] = set()
     if resume:
@@ -55,12 +65,14 @@ def execute(
     plan = build_plan(settings)
     todo = [c for c in plan if c.id not in done]
     header = None if resume else new_header(settings, len(plan))
-    try:
-        writer = ResultsWriter(out_dir / "results.jsonl", header)
-    except OSError as e:
-        raise UsageError(f"cannot write to output directory {str(out_dir)!r}: {e.strerror}") from None
+    if store is not None:
+        Store(store).close()  # an unusable --store fails here, before the results file exists
+    writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)
+    on_record = on_start(len(todo))
+    if store is not None:
+        on_record = recording(store, writer.path, on_record)
     runner = make_runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                         on_record=on_start(len(todo)))
+                         on_record=on_record, memory_limit=settings.memory_limit)
     try:
         runner.run(todo)
     finally:

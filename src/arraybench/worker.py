@@ -8,10 +8,17 @@ framework prints cannot corrupt the protocol.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import faulthandler
 import json
 import os
+import signal
 import sys
 from typing import Any
+
+from arraybench.limits import apply_memory_limit, format_size
+
+PR_SET_PDEATHSIG = 1
 
 
 def pin_threads(threads: int) -> None:
@@ -21,13 +28,32 @@ def pin_threads(threads: int) -> None:
         os.sched_setaffinity(0, allowed[:threads])
 
 
+def die_with_parent(parent: int | None) -> None:
+    """Have the kernel kill this worker when the runner dies, even by `kill -9`.
+
+    Workers run in their own session, so no Ctrl-C or hangup reaches them; without this an
+    orphan stuck in a case would hold its cores and skew every later run. (Off Linux, an idle
+    worker still exits when its stdin closes.) The signal follows the thread that started the
+    worker, so a runner must start its workers from a thread that outlives them.
+    """
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent:  # the runner died before the line above took effect
+        os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="arraybench.worker")
     p.add_argument("--backend", required=True)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--dtype", required=True)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--parent", type=int, help="the runner's pid, to exit if it is already gone")
+    p.add_argument("--memory-limit", type=int, help="bytes")
     args = p.parse_args(argv)
+    die_with_parent(args.parent)
+    # A segfault's Python stack goes to the log, which the runner keeps.
+    faulthandler.enable()
 
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -38,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         protocol.flush()
 
     pin_threads(args.threads)
+    if args.memory_limit:
+        apply_memory_limit(args.memory_limit)
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class
@@ -60,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         case = Case.from_dict(request["case"])
         record = executor.run(case, TimerConfig(**request["timer"]), request["seed"])
         record["backend_info"] = info
+        if args.memory_limit and record["error"].startswith("MemoryError"):
+            record["error"] += f" (over --memory-limit {format_size(args.memory_limit)})"
         send({"type": "record", "record": record})
     return 0
 

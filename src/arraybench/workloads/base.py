@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.errors import UsageError
+from arraybench.errors import UsageError, did_you_mean
 
 # builder(backend, **params) -> fn(*device_args) -> output. The builder runs once per case,
 # outside the timer: it is where `jax.jit`, `torch.compile` or `numba.njit` wrapping happens.
@@ -132,7 +132,8 @@ class Workload:
             except ValueError:
                 names = ", ".join(sorted(self.presets))
                 raise UsageError(
-                    f"bad size {token!r} for {self.name}: give a positive integer or a preset ({names})"
+                    f"bad size {token!r} for {self.name}{did_you_mean(token, self.presets)} "
+                    f"(give a positive integer or a preset: {names})"
                 ) from None
             if value <= 0:
                 raise UsageError(f"bad size {token!r} for {self.name}: sizes must be positive")

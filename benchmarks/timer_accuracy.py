@@ -1,0 +1,55 @@
+"""arraybench's Timer against timeit on NumPy operations of about 1 µs, 100 µs and 10 ms."""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import statistics  # noqa: E402
+import timeit  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from arraybench.timing import Timer, TimerConfig  # noqa: E402
+
+ROUNDS = 7
+
+
+def ops() -> dict[str, tuple]:
+    rng = np.random.default_rng(0)
+    small = rng.standard_normal(16)
+    mid = rng.standard_normal(40_000)
+    big = rng.standard_normal((300, 300))
+    return {
+        "~1 µs: np.add on 16 floats": (np.add, (small, small)),
+        "~100 µs: np.sin on 40 000 floats": (np.sin, (mid,)),
+        "~10 ms: 300×300 matmul ×(1 thread)": (np.matmul, (big, big)),
+    }
+
+
+def timeit_median(fn, args) -> float:
+    t = timeit.Timer(lambda: fn(*args))
+    number, _ = t.autorange()
+    return statistics.median(x / number for x in t.repeat(repeat=15, number=number))
+
+
+def main() -> None:
+    cfg = TimerConfig(min_time=1.0, min_samples=15)
+    print(f"{'operation':<38} {'arraybench':>12} {'timeit':>12} {'ratio':>7}")
+    worst = 0.0
+    for name, (fn, args) in ops().items():
+        ratios, ours, theirs = [], [], []
+        for _ in range(ROUNDS):
+            a = Timer(fn, args, config=cfg).run().measurement.median
+            b = timeit_median(fn, args)
+            ours.append(a)
+            theirs.append(b)
+            ratios.append(a / b)
+        r = statistics.median(ratios)
+        worst = max(worst, abs(r - 1))
+        print(f"{name:<38} {statistics.median(ours) * 1e6:>10.2f}µs {statistics.median(theirs) * 1e6:>10.2f}µs {r:>7.3f}")
+    print(f"\nworst disagreement: {100 * worst:.1f}% (target ±5%)")
+
+
+if __name__ == "__main__":
+    main()

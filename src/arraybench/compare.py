@@ -1,0 +1,358 @@
+"""Compare: two runs case by case — ratio with its uncertainty, significance, verdict, CI exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arraybench import environment
+from arraybench.errors import UsageError
+from arraybench.measurement import FEW_SAMPLES
+from arraybench.results import Results
+from arraybench.runner import format_seconds
+from arraybench.store import DEFAULT_PATH, FAILED, load, run_id, text_table
+
+ALPHA = 0.05  # significance level of the Mann–Whitney U test
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0  # fixed: the same two runs always give the same intervals and verdicts
+DEFAULT_THRESHOLD = 0.05  # changes smaller than this are "same" even when real
+
+FASTER, SLOWER, SAME, NOISY = "faster", "slower", "same", "too noisy to say"
+BROKEN, NOT_COMPARED = "broken", "not compared"
+VERDICTS = (SLOWER, BROKEN, FASTER, SAME, NOISY, NOT_COMPARED)
+
+# Settings that change what a case's time means. The rest (workloads, backends, sizes...) only
+# choose which cases exist, and the one-side-only lists already show that.
+COMPARABLE_SETTINGS = ("dtype", "threads", "devices", "seed", "timer")
+
+
+@dataclass(frozen=True)
+class SampleComparison:
+    """What two sets of raw samples of one case say about its change (new over base)."""
+
+    ratio: float
+    ci95: tuple[float, float]
+    p_value: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    """One case present in both runs; `result` is None when either side has no valid time."""
+
+    label: str
+    row: str
+    base: dict[str, Any]
+    new: dict[str, Any]
+    result: SampleComparison | None
+    verdict: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two runs side by side: the cases both ran, those only one ran, and how their setups differ."""
+
+    base_name: str
+    new_name: str
+    cases: list[CaseComparison]
+    only_base: list[str]
+    only_new: list[str]
+    differences: list[str]
+    threshold: float
+
+    def geometric_means(self) -> list[tuple[str, float, int]]:
+        """Per backend·mode: the geometric mean of new/base over its compared cases, and their count."""
+        logs: dict[str, list[float]] = defaultdict(list)
+        for c in self.cases:
+            if c.result is not None:
+                logs[c.row].append(math.log(c.result.ratio))
+        return [(row, math.exp(sum(v) / len(v)), len(v)) for row, v in sorted(logs.items())]
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(VERDICTS, 0)
+        for c in self.cases:
+            out[c.verdict] += 1
+        return out
+
+    def regressions(self, limit: float) -> list[CaseComparison]:
+        """Significant slowdowns beyond `limit`, and cases that worked in base and fail in new."""
+        return [c for c in self.cases if c.verdict == BROKEN
+                or (c.verdict == SLOWER and c.result is not None and c.result.ratio > 1 + limit)]
+
+
+def bootstrap_ratio_ci(base: list[float], new: list[float]) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of median(new) / median(base).
+
+    Both sides are resampled from their own raw samples, so the interval is for the ratio
+    itself and assumes nothing about the (skewed, long-tailed) shape of timing noise. Dividing
+    the ends of the two medians' own 95 % intervals instead gives a range that is guaranteed
+    only about 90 % coverage (0.95²) and is wider than the samples warrant. With a handful of
+    samples a side the bootstrap is coarse; the Mann–Whitney test then keeps the verdict honest.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
+    mb = np.median(b[rng.integers(0, b.size, (BOOTSTRAP_RESAMPLES, b.size))], axis=1)
+    mn = np.median(n[rng.integers(0, n.size, (BOOTSTRAP_RESAMPLES, n.size))], axis=1)
+    lo, hi = np.quantile(mn / mb, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def compare_samples(base: list[float], new: list[float], threshold: float = DEFAULT_THRESHOLD) -> SampleComparison:
+    """Ratio of medians, its bootstrap CI, a two-sided Mann–Whitney U test, and the verdict.
+
+    slower / faster: the test is significant (p < 0.05), the interval excludes 1, and the
+    ratio is beyond the threshold. same: the whole interval lies within the threshold, so any
+    change is too small to matter. Anything else is too noisy to say: the samples admit a
+    change larger than the threshold but do not show one.
+    """
+    try:
+        from scipy.stats import mannwhitneyu
+    except ImportError:
+        raise UsageError("compare needs scipy: pip install 'arraybench[compare]'") from None
+
+    ratio = statistics.median(new) / statistics.median(base)
+    lo, hi = bootstrap_ratio_ci(base, new)
+    p = 1.0 if len(set(base) | set(new)) == 1 else float(mannwhitneyu(base, new, alternative="two-sided").pvalue)
+    up, down = 1 + threshold, 1 / (1 + threshold)
+    if p < ALPHA and lo > 1 and ratio > up:
+        verdict = SLOWER
+    elif p < ALPHA and hi < 1 and ratio < down:
+        verdict = FASTER
+    elif down <= lo and hi <= up:
+        verdict = SAME
+    else:
+        verdict = NOISY
+    return SampleComparison(ratio, (lo, hi), p, verdict)
+
+
+def match_key(r: dict[str, Any]) -> tuple:
+    """What makes two records the same case. Threads are left out so that runs on machines with
+    different core counts still pair up; a thread difference is listed with the other settings."""
+    params = tuple(sorted((k, json.dumps(v)) for k, v in r.get("params", {}).items()))
+    return (r["workload"], params, r["backend"], r["mode"], r["dtype"], r.get("device", "cpu"))
+
+
+def case_label(r: dict[str, Any]) -> str:
+    params = ",".join(f"{k}={v}" for k, v in sorted(r.get("params", {}).items()))
+    return f"{r['workload']}[{params}]"
+
+
+def row_label(r: dict[str, Any]) -> str:
+    device = r.get("device", "cpu")
+    return f"{r['backend']}·{r['mode']}" + (f"·{device}" if device != "cpu" else "")
+
+
+def compare_cases(base: dict[str, Any], new: dict[str, Any], threshold: float) -> CaseComparison:
+    label, row = case_label(new), row_label(new)
+    if base["status"] == "ok" and new["status"] == "ok":
+        if not (base.get("samples_s") and new.get("samples_s")):
+            return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
+        result = compare_samples(base["samples_s"], new["samples_s"], threshold)
+        few = min(len(base["samples_s"]), len(new["samples_s"])) < FEW_SAMPLES
+        note = "few samples; raise --min-time" if result.verdict == NOISY and few else ""
+        return CaseComparison(label, row, base, new, result, result.verdict, note)
+    if base["status"] == "ok" and new["status"] in FAILED:
+        return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new['status']}: {new.get('error', '')}")
+    side, rec = ("base", base) if base["status"] != "ok" else ("new", new)
+    return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec['status']}")
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
+    """Nested dicts and lists as dotted keys with string values, for a key-by-key diff."""
+    if isinstance(obj, dict):
+        out: dict[str, str] = {}
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(obj, list) and any(isinstance(v, dict | list) for v in obj):
+        out = {}
+        for i, v in enumerate(obj):
+            out.update(flatten(v, f"{prefix}.{i}"))
+        return out
+    return {prefix: json.dumps(obj) if isinstance(obj, list) else str(obj)}
+
+
+def backend_infos(res: Results) -> dict[str, Any]:
+    """Each backend's info as its worker reported it: threads, BLAS, precision flags.
+
+    Versions are left out (the environment lists them once) and so are device lists.
+    """
+    out: dict[str, Any] = {}
+    for r in res.records:
+        if r.get("backend_info") and r["backend"] not in out:
+            out[r["backend"]] = {k: v for k, v in r["backend_info"].items() if k not in ("version", "devices")}
+    return out
+
+
+def environment_differences(base: Results, new: Results) -> list[str]:
+    """Every recorded fact about machine, software and settings that differs, as `key: base → new`."""
+
+    infos = backend_infos(base), backend_infos(new)
+    ran_in_both = infos[0].keys() & infos[1].keys()
+
+    def facts(res: Results, info: dict[str, Any]) -> dict[str, str]:
+        return {
+            "arraybench": str(res.header.get("arraybench_version")),
+            **flatten(res.environment),
+            **flatten({k: res.settings[k] for k in COMPARABLE_SETTINGS if k in res.settings}, "settings"),
+            **flatten({b: info[b] for b in ran_in_both}, "backend_info"),
+        }
+
+    a, b = facts(base, infos[0]), facts(new, infos[1])
+    missing = "—"
+    return [f"{k}: {a.get(k, missing)} → {b.get(k, missing)}"
+            for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+
+
+def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
+            names: tuple[str, str] = ("base", "new")) -> Comparison:
+    b = {match_key(r): r for r in base.latest().values()}
+    n = {match_key(r): r for r in new.latest().values()}
+    both = sorted(b.keys() & n.keys())
+    return Comparison(
+        base_name=names[0],
+        new_name=names[1],
+        cases=[compare_cases(b[k], n[k], threshold) for k in both],
+        only_base=sorted(f"{case_label(b[k])} {row_label(b[k])}" for k in b.keys() - n.keys()),
+        only_new=sorted(f"{case_label(n[k])} {row_label(n[k])}" for k in n.keys() - b.keys()),
+        differences=environment_differences(base, new),
+        threshold=threshold,
+    )
+
+
+def headline(base: Results, new: Results) -> str | None:
+    """One sentence when the runs are not like for like; the differences follow it."""
+    what = []
+    if environment.fingerprint(base.environment) != environment.fingerprint(new.environment):
+        what.append("on different machines")
+    if base.environment.get("versions") != new.environment.get("versions"):
+        what.append("with different framework versions")
+    settings = [k for k in COMPARABLE_SETTINGS if base.settings.get(k) != new.settings.get(k)]
+    if settings:
+        what.append(f"with different settings ({', '.join(settings)})")
+    if not what:
+        return None
+    return "The two runs ran " + ", ".join(what) + ": a change may come from these, not from the code."
+
+
+def _case_rows(cmp: Comparison) -> list[list[str]]:
+    rows = []
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    for c in sorted(cmp.cases, key=lambda c: (order[c.verdict], c.label, c.row)):
+        if c.result is None:
+            rows.append([c.label, c.row, _median(c.base), _median(c.new), "", "", f"{c.verdict}: {c.note}"])
+            continue
+        lo, hi = c.result.ci95
+        rows.append([c.label, c.row, _median(c.base), _median(c.new),
+                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]", f"{c.result.p_value:.2g}",
+                     f"{c.verdict} ({c.note})" if c.note else c.verdict])
+    return rows
+
+
+def _median(r: dict[str, Any]) -> str:
+    return format_seconds(r.get("median_s")) if r["status"] == "ok" else r["status"].upper()
+
+
+CASE_HEADER = ["case", "backend·mode", "base median", "new median", "new/base [95% CI]", "p", "verdict"]
+GEO_HEADER = ["backend·mode", "geometric mean new/base", "cases"]
+
+
+def summary(cmp: Comparison) -> str:
+    parts = [f"{n} {v}" for v, n in cmp.counts().items() if n]
+    return (f"{cmp.new_name} vs {cmp.base_name}: cases on both sides: {len(cmp.cases)}"
+            + (f" ({', '.join(parts)})" if parts else "")
+            + f"; threshold {100 * cmp.threshold:g}%, Mann–Whitney U at p < {ALPHA}")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows])
+
+
+def render(cmp: Comparison, note: str | None, markdown: bool = False) -> str:
+    """The comparison for a terminal, or as Markdown for a pull-request comment."""
+    table = _md_table if markdown else text_table
+    blocks = ["## arraybench compare", summary(cmp)] if markdown else [summary(cmp)]
+    if note:
+        diffs = [f"> - `{d}`" if markdown else f"  {d}" for d in cmp.differences]
+        blocks.append("\n".join([f"> **{note}**\n>" if markdown else note, *diffs]))
+    if cmp.cases:
+        blocks.append(table(CASE_HEADER, _case_rows(cmp)))
+        geo = [[row, f"{g:.3f}", str(k)] for row, g, k in cmp.geometric_means()]
+        if geo:
+            blocks.append(table(GEO_HEADER, geo))
+    for side, only in ((cmp.base_name, cmp.only_base), (cmp.new_name, cmp.only_new)):
+        if only:
+            items = [f"- `{x}`" if markdown else f"  {x}" for x in only]
+            blocks.append("\n".join([f"Only in {side}:\n" if markdown else f"only in {side}:", *items]))
+    return "\n\n".join(blocks) + "\n"
+
+
+def percent(text: str) -> float:
+    """`10%` or `10` -> 0.10."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 10%") from None
+    if not 0 <= value < 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0% and 1000%")
+    return value / 100
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("compare", help="compare two runs: ratio, significance and verdict per case")
+    p.add_argument("base", help="run id (or unique prefix, or latest) or results file")
+    p.add_argument("new", help="run id (or unique prefix, or latest) or results file")
+    p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PCT",
+                   help=f"smallest change that counts as faster or slower (default {100 * DEFAULT_THRESHOLD:g}%%)")
+    p.add_argument("--fail-on-slowdown", type=percent, metavar="PCT",
+                   help="exit 1 if a case is significantly slower by more than PCT, or broke")
+    p.add_argument("--markdown", action="store_true", help="print Markdown (for a pull-request comment)")
+    p.add_argument("-o", "--output", metavar="FILE.md", help="also write the Markdown to FILE.md")
+    p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH",
+                   help=f"results store for run ids (default {DEFAULT_PATH})")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    sides = [load(ref, args.store) for ref in (args.base, args.new)]
+    for res in sides:
+        for w in res.warnings:
+            print(f"arraybench: warning: {w}", file=sys.stderr)
+    names = tuple(_name(ref, res) for ref, res in zip((args.base, args.new), sides, strict=True))
+    cmp = compare(*sides, threshold=args.threshold, names=names)  # type: ignore[arg-type]
+    note = headline(*sides)
+    print(render(cmp, note, markdown=args.markdown), end="")
+    if args.output:
+        try:
+            Path(args.output).write_text(render(cmp, note, markdown=True))
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output!r}: {e.strerror}") from None
+    if not cmp.cases:
+        print("arraybench: warning: no case ran in both; nothing was compared", file=sys.stderr)
+    if args.fail_on_slowdown is not None:
+        bad = cmp.regressions(args.fail_on_slowdown)
+        if bad:
+            print(f"\n{len(bad)} case(s) slower by more than {100 * args.fail_on_slowdown:g}% or broken:",
+                  file=sys.stderr)
+            for c in bad:
+                what = f"{c.result.ratio:.3f}× the time" if c.result else c.note
+                print(f"  {c.label} {c.row}: {what}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def _name(ref: str, res: Results) -> str:
+    return f"{ref} (run {run_id(res.header)})" if Path(ref).exists() else f"run {run_id(res.header)}"
+
+
+COMMANDS = {"compare": cmd_compare}

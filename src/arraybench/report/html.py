@@ -1,0 +1,153 @@
+"""report.html: one self-contained page (plots inline, sortable tables, no network); every result string escaped."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from html import escape
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from arraybench import __version__
+from arraybench.report.crossovers import Crossover
+from arraybench.report.model import NOT_RUN, ReportData, environment_rows, size_sort_key
+from arraybench.report.plots import Plot
+from arraybench.report.table import FAILED
+from arraybench.runner import format_seconds
+
+TEMPLATE = Path(__file__).with_name("template.html")
+
+
+def e(value: Any) -> str:
+    """Any value as HTML text: results come from files anyone may have written."""
+    return escape(str(value), quote=True)
+
+
+def num_cell(value: float | None, text: str) -> str:
+    if value is None:
+        return '<td class="num" data-sort=""></td>'
+    return f'<td class="num" data-sort="{value:.6g}">{e(text)}</td>'
+
+
+def status_badge(status: str) -> str:
+    return f'<span class="status s-{e(status)}">{e(status)}</span>'
+
+
+def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], fastest: list[str],
+                warnings: tuple[str, ...] = ()) -> str:
+    counts = {s: sum(r["status"] == s for r in data.records)
+              for s in ("ok", "wrong", *[f for f in FAILED if f != "wrong"], *NOT_RUN)}
+    noisy = sum(bool(r.get("noisy")) for r in data.records)
+    machines = ", ".join(data.machines)
+    return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
+        version=e(__version__),
+        title="arraybench report",
+        subtitle=e(f"{len(data.records)} cases on {machines} · generated {time.strftime('%Y-%m-%d %H:%M %Z')}"),
+        summary=summary_html(counts, noisy, found, fastest),
+        plots="\n".join([*(f'<p class="muted">{e(w)}</p>' for w in warnings), *(plot_html(p) for p in plots)])
+        or '<p class="muted">No plots: nothing was measured.</p>',
+        results=results_table(data),
+        problems=problems_html(data),
+        environment=environment_html(data),
+    )
+
+
+def summary_html(counts: dict[str, int], noisy: int, found: list[Crossover], fastest: list[str]) -> str:
+    cards = [(n, s) for s, n in counts.items() if n] + [(noisy, "noisy")]
+    out = ['<ul class="cards">'] + [f"<li><b>{n}</b>{e(s)}</li>" for n, s in cards] + ["</ul>"]
+    out.append("<h3>Fastest correct backend·mode</h3><ul>")
+    out += [f"<li>{e(line)}</li>" for line in fastest] or ["<li>none: no case was correct</li>"]
+    out.append("</ul><h3>Crossovers</h3>")
+    if found:
+        out.append('<p class="muted">Where one backend·mode overtakes another as the size grows, '
+                   'interpolated on the log-log curve between the two sizes around the crossing.</p>')
+        out.append('<ul class="crossovers">' + "".join(f"<li>{e(c.describe())}</li>" for c in found) + "</ul>")
+    else:
+        out.append('<p class="muted">None in the measured range.</p>')
+    return "\n".join(out)
+
+
+def plot_html(p: Plot) -> str:
+    svg = base64.b64encode(p.svg.read_bytes()).decode("ascii")
+    # An <img> keeps each SVG's ids and any text in it apart from the page: nothing in a plot runs.
+    return (f'<figure class="plot" id="plot-{e(p.name)}"><img alt="{e(p.title)}" '
+            f'src="data:image/svg+xml;base64,{svg}"><figcaption><b>{e(p.title)}.</b> {e(p.caption)} '
+            f'<a href="plots/{e(p.svg.name)}">SVG</a> · <a href="plots/{e(p.png.name)}">PNG</a></figcaption></figure>')
+
+
+def results_table(data: ReportData) -> str:
+    many = len(data.machines) > 1
+    heads = (["machine"] if many else []) + [
+        "workload", "size", "backend", "mode", "device", "dtype", "threads", "status", "median / call",
+        "IQR %", "speedup", "first call", "transfer", "GFLOP/s", "% peak FLOP/s", "GB/s", "% peak GB/s",
+        "rel. error", "notes",
+    ]
+    rows = []
+    for r in sorted(data.records, key=lambda r: (r["machine"], r["workload"], size_sort_key(r.get("size")),
+                                                 data.label(r))):
+        med = r.get("median_s") if r["status"] == "ok" else None
+        iqr = 100 * r["iqr_s"] / med if med and r.get("iqr_s") is not None else None
+        notes = []
+        if r.get("noisy"):
+            notes.append('<span class="status noisy">noisy</span>')
+        if r.get("error"):
+            notes.append(e(r["error"]))
+        cells = ([f"<td>{e(r['machine'])}</td>"] if many else []) + [
+            f"<td>{e(r['workload'])}</td>",
+            f'<td data-sort="{e(r.get("size"))}">{e(r.get("size"))}</td>',
+            f"<td>{e(r['backend'])}</td>", f"<td>{e(r['mode'])}</td>",
+            f"<td>{e(r.get('device', 'cpu'))}</td>", f"<td>{e(r.get('dtype'))}</td>",
+            f"<td>{e(r.get('threads'))}</td>", f"<td>{status_badge(r['status'])}</td>",
+            num_cell(med, format_seconds(med)),
+            num_cell(iqr, f"±{iqr:.0f}%" if iqr is not None else ""),
+            num_cell(r.get("speedup"), f"{r['speedup']:.2f}×" if r.get("speedup") else ""),
+            num_cell(r.get("first_call_s"), format_seconds(r.get("first_call_s"))),
+            num_cell(r.get("transfer_s"), format_seconds(r.get("transfer_s"))),
+            *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
+              for k in ("gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
+            num_cell(r.get("rel_err"), f"{r['rel_err']:.1e}" if r.get("rel_err") is not None else ""),
+            f"<td class=\"notes\">{' '.join(notes)}</td>",
+        ]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    head = "".join(f'<th scope="col">{e(h)}</th>' for h in heads)
+    return f'<table class="sortable" id="cases"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def problems_html(data: ReportData) -> str:
+    groups = [
+        ("Failed or wrong (never ranked)", [r for r in data.records if r["status"] in FAILED]),
+        ("Not run: unsupported or unavailable", [r for r in data.records if r["status"] in NOT_RUN]),
+        ("Noisy (IQR over 10% of the median: close other programs or raise --min-time)",
+         [r for r in data.records if r.get("noisy")]),
+    ]
+    out = []
+    for title, recs in groups:
+        out.append(f"<h3>{e(title)}: {len(recs)}</h3>")
+        if not recs:
+            continue
+        items = []
+        for r in sorted(recs, key=lambda r: (r["workload"], data.label(r), size_sort_key(r.get("size")))):
+            why = r.get("error") or (f"IQR {100 * r['iqr_s'] / r['median_s']:.0f}% of the median"
+                                     if r.get("noisy") and r.get("median_s") else "")
+            where = f"{r['workload']} {data.size_param(r['workload'])}={r.get('size')} · {data.label(r)}"
+            items.append(f"<li>{status_badge(r['status'])} <b>{e(where)}</b>: {e(why)}</li>")
+        out.append("<ul>" + "".join(items) + "</ul>")
+    return "\n".join(out)
+
+
+def environment_html(data: ReportData) -> str:
+    out = []
+    for machine in data.machines:
+        header = data.headers.get(machine)
+        if header is None:  # records of a cluster run name workers that wrote no header
+            out.append(f'<h3>{e(machine)}</h3><p class="muted">No environment recorded for this machine.</p>')
+            continue
+        recs = [r for r in data.records if r["machine"] == machine]
+        rows = "".join(f'<tr><th scope="row">{e(k)}</th><td>{e(v)}</td></tr>'
+                       for k, v in environment_rows(header, recs))
+        out.append(f"<h3>{e(machine)}</h3><table class=\"kv\">{rows}</table>")
+        settings = json.dumps(header.get("settings", {}), indent=1, sort_keys=True, default=str)
+        out.append(f"<details><summary>All settings of this run</summary><pre>{e(settings)}</pre></details>")
+    return "\n".join(out)

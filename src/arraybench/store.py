@@ -1,0 +1,375 @@
+"""Store: every run kept in a local SQLite database, for history, show, export, import and compare."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import secrets
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arraybench import environment
+from arraybench.errors import UsageError
+from arraybench.results import Results, ResultsWriter, load_results
+
+DEFAULT_PATH = Path(".arraybench") / "results.db"
+# Two runs writing at once take turns; a writer waits this long for the other's insert.
+BUSY_TIMEOUT_S = 60.0
+FAILED = ("wrong", "error", "timeout", "crashed")
+
+# MIGRATIONS[i] takes a store from schema version i to i + 1 (PRAGMA user_version). Never edit
+# one that has been released: append the next. tests/fixtures keeps a store of every older
+# version, so opening an old store is always tested.
+MIGRATIONS: list[tuple[str, ...]] = [
+    # 1: runs (the results-file header, split into the parts people query) and their records,
+    #    each record the JSON object the results file holds, raw samples included.
+    (
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            started TEXT NOT NULL,
+            machine TEXT NOT NULL,
+            arraybench_version TEXT,
+            environment TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            header TEXT NOT NULL
+        )""",
+        """CREATE TABLE cases (
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            case_id TEXT NOT NULL,
+            record TEXT NOT NULL
+        )""",
+    ),
+    # 2: backend, mode and status as columns, so `history` (and a user's SQL) need not parse
+    #    every record's JSON; existing rows are filled from their records.
+    (
+        "ALTER TABLE cases ADD COLUMN backend TEXT",
+        "ALTER TABLE cases ADD COLUMN mode TEXT",
+        "ALTER TABLE cases ADD COLUMN status TEXT",
+        """UPDATE cases SET backend = json_extract(record, '$.backend'),
+                            mode = json_extract(record, '$.mode'),
+                            status = json_extract(record, '$.status')""",
+        "CREATE INDEX cases_run ON cases(run_id)",
+    ),
+]
+SCHEMA = len(MIGRATIONS)
+
+
+def new_run_id() -> str:
+    """Sortable by time, typeable as a prefix, and unique even for runs started in the same second."""
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def run_id(header: dict[str, Any]) -> str:
+    """The header's run id; files written before runs had ids get one derived from their header."""
+    if header.get("run_id"):
+        return str(header["run_id"])
+    started = "".join(ch for ch in str(header.get("started", "")) if ch.isdigit())[:14]
+    digest = hashlib.sha1(json.dumps(header, sort_keys=True, default=str).encode()).hexdigest()[:6]
+    return f"{started[:8]}-{started[8:]}-{digest}"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of `arraybench history`."""
+
+    id: str
+    started: str
+    machine: str
+    backends: tuple[str, ...]
+    cases: int
+    failed: int
+
+
+class Store:
+    """One SQLite results database, migrated to the current schema when opened.
+
+    WAL journal and a busy timeout let several runs write into one store at once; each record
+    is its own transaction, so a crash loses nothing that was already stored.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise UsageError(f"no results store at {str(self.path)!r} (arraybench run creates it; --store names another)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit: transactions are opened explicitly (BEGIN IMMEDIATE) where they are needed.
+            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            raise UsageError(f"cannot use results store {str(self.path)!r}: {e}") from None
+        except OSError as e:
+            raise UsageError(f"cannot create results store {str(self.path)!r}: {e.strerror}") from None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def _migrate(self) -> None:
+        if self.version() > SCHEMA:
+            raise UsageError(
+                f"results store {str(self.path)!r} has schema {self.version()}, newer than this "
+                f"arraybench reads ({SCHEMA}); upgrade arraybench"
+            )
+        while self.version() < SCHEMA:
+            with self._transaction() as db:
+                # Read again under the write lock: another process may have just migrated.
+                current = self.version()
+                if current >= SCHEMA:
+                    break
+                for statement in MIGRATIONS[current]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {current + 1}")
+
+    def add_run(self, header: dict[str, Any]) -> str:
+        """Register a run by its results-file header (again is a no-op); returns its id."""
+        rid = run_id(header)
+        env = header.get("environment", {})
+        rest = {k: v for k, v in header.items() if k not in ("type", "environment", "settings")}
+        rest["run_id"] = rid
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (rid, str(header.get("started", "")), environment.fingerprint(env),
+                 header.get("arraybench_version"), _dumps(env), _dumps(header.get("settings", {})),
+                 _dumps(rest)),
+            )
+        return rid
+
+    def add_record(self, rid: str, record: dict[str, Any]) -> None:
+        with self._transaction() as db:
+            self._insert(db, rid, record)
+
+    @staticmethod
+    def _insert(db: sqlite3.Connection, rid: str, record: dict[str, Any]) -> None:
+        rec = {k: v for k, v in record.items() if k != "type"}
+        db.execute(
+            "INSERT INTO cases (run_id, case_id, record, backend, mode, status) VALUES (?, ?, ?, ?, ?, ?)",
+            (rid, rec["id"], _dumps(rec), rec["backend"], rec["mode"], rec["status"]),
+        )
+
+    def add_results(self, results: Results) -> tuple[str, int]:
+        """Store a results file's run and whichever of its records the store lacks.
+
+        A stored run's records are always a prefix of its file's (both are appended in the
+        same order), so importing twice, or resuming a run that was stored only in part,
+        adds exactly the missing tail. Returns the run id and how many records were added.
+        """
+        rid = self.add_run(results.header)
+        with self._transaction() as db:
+            have = db.execute("SELECT COUNT(*) FROM cases WHERE run_id = ?", (rid,)).fetchone()[0]
+            for rec in results.records[have:]:
+                self._insert(db, rid, rec)
+        return rid, max(0, len(results.records) - have)
+
+    def runs(self) -> list[RunSummary]:
+        """Every run, oldest first; a case a resumed run retried counts once, by its last record."""
+        latest: dict[str, dict[str, tuple[str, str]]] = {}
+        for rid, case_id, backend, status in self.conn.execute(
+                "SELECT run_id, case_id, backend, status FROM cases ORDER BY rowid"):
+            latest.setdefault(rid, {})[case_id] = (backend, status)
+        out = []
+        for rid, started, machine in self.conn.execute("SELECT id, started, machine FROM runs ORDER BY started, rowid"):
+            cases = latest.get(rid, {}).values()
+            out.append(RunSummary(rid, started, machine, tuple(sorted({b for b, _ in cases})), len(cases),
+                                  sum(status in FAILED for _, status in cases)))
+        return out
+
+    def resolve(self, ref: str) -> str:
+        """A run id from an exact id, a unique prefix of one, or `latest`."""
+        if ref == "latest":
+            row = self.conn.execute("SELECT id FROM runs ORDER BY started DESC, rowid DESC LIMIT 1").fetchone()
+            if row is None:
+                raise UsageError(f"results store {str(self.path)!r} holds no runs yet")
+            return row[0]
+        ids = [r[0] for r in self.conn.execute(
+            "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id", (len(ref), ref))]
+        if ref in ids:
+            return ref
+        if len(ids) == 1:
+            return ids[0]
+        if ids:
+            raise UsageError(f"run {ref!r} is ambiguous: it starts {', '.join(ids[:5])}")
+        raise UsageError(f"no run {ref!r} in results store {str(self.path)!r} (arraybench history lists them)")
+
+    def load(self, ref: str) -> Results:
+        """A stored run as a Results object, exactly as its results file would load."""
+        rid = self.resolve(ref)
+        env, settings, rest = self.conn.execute(
+            "SELECT environment, settings, header FROM runs WHERE id = ?", (rid,)).fetchone()
+        header = {"type": "header", **json.loads(rest), "settings": json.loads(settings),
+                  "environment": json.loads(env)}
+        records = [{"type": "case", **json.loads(r[0])} for r in self.conn.execute(
+            "SELECT record FROM cases WHERE run_id = ? ORDER BY rowid", (rid,))]
+        return Results(header=header, records=records)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, default=str, allow_nan=True)
+
+
+def recording(store: Path, results_path: Path, then: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """Wrap a run's per-record callback so that each record also lands in the store.
+
+    The run is registered (with any records its file already holds, when resuming) before
+    the first case. Should the store fail mid-run, the results file stays complete: a warning
+    says how to store it later, and the run goes on.
+    """
+    with Store(store) as st:
+        rid, _ = st.add_results(load_results(results_path))
+    broken = False
+
+    def on_record(rec: dict[str, Any]) -> None:
+        nonlocal broken
+        if not broken:
+            try:
+                with Store(store) as st:
+                    st.add_record(rid, rec)
+            except (sqlite3.Error, UsageError) as e:
+                broken = True
+                print(f"arraybench: warning: stopped storing run {rid} in {store}: {e}; the results "
+                      f"file is complete, `arraybench import {results_path}` stores it later", file=sys.stderr)
+        then(rec)
+
+    return on_record
+
+
+def load(ref: str | Path, store: str | Path | None = None) -> Results:
+    """A results file (or a directory holding one) or a stored run (id, unique prefix, `latest`)."""
+    if Path(ref).exists():
+        return load_results(ref)
+    path = Path(store) if store is not None else DEFAULT_PATH
+    if not path.exists():
+        raise UsageError(f"{str(ref)!r} is neither a results file nor a stored run (no results store at {str(path)!r})")
+    with Store(path) as st:
+        return st.load(str(ref))
+
+
+def to_dataframe(results: Results) -> Any:
+    """One row per record: its fields, each parameter as `param.NAME`, and the run's id and machine."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise UsageError("to_dataframe needs pandas: pip install 'arraybench[compare]'") from None
+    rid, machine = run_id(results.header), environment.fingerprint(results.environment)
+    rows = [
+        {"run_id": rid, "machine": machine,
+         **{k: v for k, v in r.items() if k not in ("type", "params")},
+         **{f"param.{k}": v for k, v in r.get("params", {}).items()}}
+        for r in results.records
+    ]
+    return pd.DataFrame(rows)
+
+
+def store_path(args: argparse.Namespace) -> Path | None:
+    """The store `arraybench run` writes into, or None under --no-store."""
+    return None if args.no_store else Path(args.store or DEFAULT_PATH)
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    group = run.add_mutually_exclusive_group()
+    group.add_argument("--store", metavar="PATH", help=f"results store to add this run to (default {DEFAULT_PATH})")
+    group.add_argument("--no-store", action="store_true", help="do not add this run to a results store")
+
+
+def add_parsers(sub: Any) -> None:
+    """`history`, `show`, `export` and `import`."""
+    store_help = f"results store (default {DEFAULT_PATH})"
+    hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases")
+    show = sub.add_parser("show", help="a stored run's tables")
+    show.add_argument("run", help="run id (or a unique prefix, or latest)")
+    exp = sub.add_parser("export", help="write a stored run as a results file")
+    exp.add_argument("run", help="run id (or a unique prefix, or latest)")
+    exp.add_argument("-o", "--output", required=True, metavar="FILE.jsonl")
+    imp = sub.add_parser("import", help="add results files to the store")
+    imp.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
+    for p in (hist, show, exp, imp):
+        p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH", help=store_help)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    with Store(args.store, create=False) as st:
+        runs = st.runs()
+    if not runs:
+        print(f"no runs in {args.store}")
+        return 0
+    header = ["run", "started", "machine", "backends", "cases"]
+    rows = [[r.id, r.started, r.machine, ",".join(r.backends),
+             f"{r.cases}" + (f" ({r.failed} failed)" if r.failed else "")] for r in runs]
+    print(text_table(header, rows))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from arraybench.report.table import render_text
+
+    with Store(args.store, create=False) as st:
+        res = st.load(args.run)
+    s = res.settings
+    print(f"run {run_id(res.header)}  started {res.header.get('started')}  arraybench {res.header.get('arraybench_version')}")
+    print(f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}\n")
+    print(render_text(list(res.latest().values())) if res.records else "no cases recorded")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    if out.exists():
+        raise UsageError(f"{str(out)!r} already exists; choose another -o")
+    with Store(args.store, create=False) as st:
+        res = st.load(args.run)
+    try:
+        writer = ResultsWriter(out, res.header)
+    except OSError as e:
+        raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
+    for rec in res.records:
+        writer.append(rec)
+    writer.close()
+    print(f"run {run_id(res.header)}: {len(res.records)} cases -> {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    loaded = [load_results(p) for p in args.results]  # every file valid before any is stored
+    with Store(args.store) as st:
+        for res in loaded:
+            for w in res.warnings:
+                print(f"arraybench: warning: {w}", file=sys.stderr)
+            rid, added = st.add_results(res)
+            print(f"{res.path}: run {rid}, {added} of {len(res.records)} cases added")
+    return 0
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+
+
+COMMANDS = {"history": cmd_history, "show": cmd_show, "export": cmd_export, "import": cmd_import}

@@ -1,0 +1,165 @@
+"""Compare: verdicts from raw samples, failed cases, environment differences and the CI exit code."""
+
+import random
+from pathlib import Path
+
+import pytest
+
+from arraybench.case import Case
+from arraybench.compare import FASTER, NOISY, SAME, SLOWER, compare_samples
+from arraybench.execute import blank_record
+from arraybench.results import ResultsWriter
+
+
+def samples(center: float, n: int = 30, spread: float = 0.02, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [center * (1 + spread * rng.random()) for _ in range(n)]
+
+
+@pytest.mark.parametrize(
+    "base, new, verdict",
+    [
+        (samples(1.0), samples(1.3, seed=1), SLOWER),
+        (samples(1.0), samples(0.7, seed=1), FASTER),
+        (samples(1.0), samples(1.0, seed=1), SAME),
+        # A 30 % change seen in only 3 samples a side cannot be significant: no verdict.
+        (samples(1.0, n=3), samples(1.3, n=3, seed=1), NOISY),
+        # Samples spread over a factor of two: the interval admits large changes either way.
+        (samples(1.0, spread=1.0), samples(1.0, spread=1.0, seed=1), NOISY),
+    ],
+)
+def test_verdicts_from_raw_samples(base, new, verdict):
+    result = compare_samples(base, new)
+    assert result.verdict == verdict, result
+    lo, hi = result.ci95
+    assert lo <= result.ratio <= hi
+
+
+def test_too_few_samples_say_what_to_do(tmp_path, run_cli):
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3, n=3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1.3e-3, n=3, seed=1))])
+    code, out, _ = run_cli("compare", base, new, "--fail-on-slowdown", "10%")
+    assert code == 0 and f"{NOISY} (few samples; raise --min-time)" in out
+
+
+def test_a_significant_change_below_the_threshold_is_same():
+    base, new = samples(1.0), samples(1.02, seed=1)
+    assert compare_samples(base, new, threshold=0.05).verdict == SAME
+    assert compare_samples(base, new, threshold=0.005).verdict == SLOWER
+
+
+def test_verdicts_are_deterministic():
+    base, new = samples(1.0, spread=0.5), samples(1.1, spread=0.5, seed=3)
+    assert compare_samples(base, new) == compare_samples(base, new)
+
+
+def scaled(xs: list[float], factor: float) -> list[float]:
+    return [x * factor for x in xs]
+
+
+def record(backend: str, mode: str, size: int, times: list[float], status: str = "ok", threads: int = 1,
+           dtype: str = "float64") -> dict:
+    case = Case("linreg", (("d", size), ("n", 200)), backend, mode, dtype, threads)
+    rec = blank_record(case, status, "" if status == "ok" else "wrong result: relative error 1 > tolerance 1e-9")
+    if status in ("ok", "wrong"):
+        rec.update(samples_s=times, median_s=sorted(times)[len(times) // 2], iqr_s=0.0)
+    rec["backend_info"] = {"version": "1", "threads_verified": threads, "blas": [{"num_threads": threads}]}
+    return rec
+
+
+def results_file(path: Path, records: list[dict], hostname: str = "box", numpy: str = "2.4.0",
+                 threads: int = 1) -> str:
+    header = {"schema": 1, "run_id": path.stem, "arraybench_version": "0.1.0", "started": "2026-01-01T00:00:00+0000",
+              "settings": {"dtype": "float64", "threads": threads, "seed": 0},
+              "environment": {"hostname": hostname, "cpu_model": "cpu", "cpu_logical": 4, "gpus": [],
+                              "versions": {"numpy": numpy, "jax": "0.10"}}}
+    w = ResultsWriter(path, header)
+    for r in records:
+        w.append(r)
+    w.close()
+    return str(path)
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    """numpy 20 % slower at both sizes; jax·jit 30 % faster at size 2 and WRONG at size 3."""
+    base = [record("numpy", "eager", 2, samples(1e-3)), record("numpy", "eager", 3, samples(2e-3)),
+            record("jax", "jit", 2, samples(1e-3)), record("jax", "jit", 3, samples(1e-3)),
+            record("torch", "eager", 2, samples(1e-3))]
+    new = [record("numpy", "eager", 2, scaled(samples(1e-3), 1.2)), record("numpy", "eager", 3, scaled(samples(2e-3), 1.2)),
+           record("jax", "jit", 2, scaled(samples(1e-3), 0.7)), record("jax", "jit", 3, samples(1e-5, seed=1), "wrong"),
+           record("numba", "jit", 2, samples(1e-3))]
+    return results_file(tmp_path / "base.jsonl", base), results_file(tmp_path / "new.jsonl", new)
+
+
+def test_compare_table_geomeans_and_one_sided_cases(two_runs, run_cli):
+    code, out, _ = run_cli("compare", *two_runs)
+    assert code == 0
+    rows = {line.split()[1] + " " + line.split()[0]: line for line in out.splitlines() if line.startswith("linreg[")}
+    assert rows["numpy·eager linreg[d=2,n=200]"].endswith(SLOWER)
+    assert rows["jax·jit linreg[d=2,n=200]"].endswith(FASTER)
+    # The wrong result is a hundred times "faster" but is never counted as faster.
+    assert "broken: new is wrong" in rows["jax·jit linreg[d=3,n=200]"]
+    geo = {line.split()[0]: line.split()[1] for line in out.split("geometric mean")[1].splitlines()[2:] if line.strip()
+           and not line.startswith(("only", " "))}
+    assert geo == {"jax·jit": "0.700", "numpy·eager": "1.200"}
+    only_base, only_new = out.split(f"only in {two_runs[0]} (run base):")[1].split(f"only in {two_runs[1]} (run new):")
+    assert only_base.split() == ["linreg[d=2,n=200]", "torch·eager"]
+    assert only_new.split() == ["linreg[d=2,n=200]", "numba·jit"]
+    assert "different" not in out  # same machine, versions and settings
+
+
+@pytest.mark.parametrize("limit, code", [("10%", 1), ("25", 1), (None, 0)])
+def test_fail_on_slowdown_exit_code(two_runs, run_cli, limit, code):
+    args = ["--fail-on-slowdown", limit] if limit else []
+    got, _, err = run_cli("compare", *two_runs, *args)
+    assert got == code
+    if limit == "10%":
+        assert "numpy·eager: 1.200× the time" in err and "jax·jit: new is wrong" in err
+    if limit == "25":  # the 20 % slowdowns pass; the broken case still fails
+        assert "numpy·eager" not in err and "jax·jit: new is wrong" in err
+
+
+def test_only_slowdowns_beyond_the_limit_fail(tmp_path, run_cli):
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1.2e-3, seed=1))])
+    assert run_cli("compare", base, new, "--fail-on-slowdown", "10%")[0] == 1
+    assert run_cli("compare", base, new, "--fail-on-slowdown", "25%")[0] == 0
+    assert run_cli("compare", new, base, "--fail-on-slowdown", "0%")[0] == 0  # faster never fails
+
+
+def test_markdown_output_for_a_pull_request(two_runs, run_cli, tmp_path):
+    md = tmp_path / "compare.md"
+    code, out, _ = run_cli("compare", *two_runs, "--markdown", "-o", str(md))
+    assert code == 0 and out == md.read_text()
+    assert out.startswith("## arraybench compare")
+    assert "| linreg[d=2,n=200] | numpy·eager |" in out and "| numpy·eager | 1.200 | 2 |" in out
+
+
+def test_runs_from_different_machines_and_versions_say_so(tmp_path, run_cli):
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1e-3, seed=1), threads=4)],
+                       hostname="ci-runner", numpy="2.5.0", threads=4)
+    code, out, _ = run_cli("compare", base, new)
+    assert code == 0
+    assert "on different machines" in out and "different framework versions" in out and "(threads)" in out
+    for line in ("hostname: box → ci-runner", "versions.numpy: 2.4.0 → 2.5.0", "settings.threads: 1 → 4",
+                 "backend_info.numpy.threads_verified: 1 → 4"):
+        assert line in out
+    assert "versions.jax" not in out
+    # Different thread counts give different case ids, yet the cases are still paired.
+    assert "cases on both sides: 1" in out and f"{SAME}" in out
+
+
+def test_unknown_side_and_bad_percentage_are_usage_errors(two_runs, run_cli, tmp_path):
+    code, _, err = run_cli("compare", two_runs[0], "nosuchrun", "--store", str(tmp_path / "none.db"))
+    assert code == 2 and "'nosuchrun' is neither a results file nor a stored run" in err
+    code, _, err = run_cli("compare", *two_runs, "--fail-on-slowdown", "ten")
+    assert code == 2 and "not a percentage" in err
+
+
+def test_compare_stored_runs_by_id(two_runs, run_cli, tmp_path):
+    db = str(tmp_path / "s.db")
+    assert run_cli("import", *two_runs, "--store", db)[0] == 0
+    code, out, _ = run_cli("compare", "base", "latest", "--store", db)
+    assert code == 0 and "run new vs run base" in out

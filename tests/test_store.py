@@ -1,0 +1,204 @@
+"""The results store: runs land in it record by record, and history, show, export, import read it back."""
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import TINY, read_jsonl
+
+import arraybench
+from arraybench.case import Case
+from arraybench.environment import fingerprint
+from arraybench.execute import blank_record
+from arraybench.results import load_results
+from arraybench.store import SCHEMA, Store, recording, to_dataframe
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SRC = Path(__file__).parent.parent / "src"
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory):
+    """A tiny real run of numpy and numba (JIT), stored in a fresh store."""
+    from arraybench.cli import main
+
+    tmp = tmp_path_factory.mktemp("stored")
+    db = tmp / "results.db"
+    code = main(["run", "--backends", "numpy,numba", "--sizes", "2", "--threads", "1",
+                 "--output-dir", str(tmp / "out"), "--store", str(db), *TINY])
+    assert code == 0
+    return db, tmp / "out" / "results.jsonl"
+
+
+def test_run_is_stored_with_every_record_and_raw_samples(stored_run):
+    db, results_file = stored_run
+    on_disk = read_jsonl(results_file)
+    with Store(db) as st:
+        [run] = st.runs()
+        stored = st.load(run.id)
+    assert run.id == on_disk[0]["run_id"]
+    assert run.backends == ("numba", "numpy") and run.cases == 2 and run.failed == 0
+    assert run.machine == fingerprint(on_disk[0]["environment"])
+    assert stored.header == on_disk[0]
+    assert stored.records == on_disk[1:]
+    assert all(len(r["samples_s"]) >= 3 for r in stored.records)
+
+
+def test_history_show_and_unknown_run(stored_run, run_cli):
+    db, results_file = stored_run
+    rid = read_jsonl(results_file)[0]["run_id"]
+    code, out, _ = run_cli("history", "--store", str(db))
+    assert code == 0 and rid in out and "numba,numpy" in out
+    code, out, _ = run_cli("show", rid[:12], "--store", str(db))
+    assert code == 0 and f"run {rid}" in out and "numba·jit" in out and "numpy·eager" in out
+    code, _, err = run_cli("show", "nosuchrun", "--store", str(db))
+    assert code == 2 and "no run 'nosuchrun'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_export_gives_a_results_file_and_import_adds_it_once(stored_run, run_cli, tmp_path):
+    db, results_file = stored_run
+    exported = tmp_path / "run.jsonl"
+    code, _, _ = run_cli("export", "latest", "-o", str(exported), "--store", str(db))
+    assert code == 0
+    original, copy = load_results(results_file), load_results(exported)
+    assert copy.header == original.header and copy.records == original.records
+    other = tmp_path / "other.db"
+    code, out, _ = run_cli("import", str(exported), "--store", str(other))
+    assert code == 0 and "2 of 2 cases added" in out
+    code, out, _ = run_cli("import", str(results_file.parent), "--store", str(other))
+    assert code == 0 and "0 of 2 cases added" in out
+    with Store(other) as st:
+        assert len(st.runs()) == 1 and st.load("latest").records == original.records
+    code, _, err = run_cli("export", "latest", "-o", str(exported), "--store", str(db))
+    assert code == 2 and "already exists" in err
+
+
+def test_python_api_loads_runs_and_files_as_dataframes(stored_run):
+    db, results_file = stored_run
+    rid = read_jsonl(results_file)[0]["run_id"]
+    by_id, by_file = arraybench.load(rid, store=db), arraybench.load(results_file)
+    assert by_id.header == by_file.header and by_id.records == by_file.records
+    df = to_dataframe(by_id)
+    assert len(df) == 2 and set(df["backend"]) == {"numpy", "numba"}
+    assert (df["run_id"] == rid).all() and (df["param.n"] == 200).all()
+    assert df["median_s"].gt(0).all() and df["samples_s"].map(len).ge(3).all()
+
+
+def test_no_store_writes_no_database(tmp_path, run_cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, _ = run_cli("run", "--backends", "numpy", "--modes", "eager", "--sizes", "2", "--threads", "1",
+                         "--output-dir", "out", "--no-store", *TINY)
+    assert code == 0 and (tmp_path / "out" / "results.jsonl").exists()
+    assert not (tmp_path / ".arraybench").exists()
+
+
+def fake_record(i: int) -> dict:
+    case = Case("linreg", (("n", i),), "numpy", "eager", "float64", 1)
+    return {**blank_record(case, "ok"), "id": f"case{i}", "samples_s": [1e-3, 2e-3], "median_s": 1.5e-3, "iqr_s": 5e-4}
+
+
+def write_results(path: Path, run_id: str, n_records: int) -> Path:
+    from arraybench.results import ResultsWriter
+
+    w = ResultsWriter(path, {"schema": 1, "run_id": run_id, "started": "2026-01-01T00:00:00+0000",
+                             "settings": {}, "environment": {"hostname": "h"}})
+    for i in range(n_records):
+        w.append(fake_record(i))
+    w.close()
+    return path
+
+
+def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
+    db, results = tmp_path / "s.db", write_results(tmp_path / "results.jsonl", "r1", 0)
+    on_record = recording(db, results, lambda r: None)
+    on_record(fake_record(0))
+    # No close, no end of run: a second reader already sees the record (a crash keeps it).
+    assert len(Store(db).load("r1").records) == 1
+    # The run went on with --no-store for two more cases; resuming with the store adds them.
+    write_results(tmp_path / "full.jsonl", "r1", 3)
+    on_record = recording(db, tmp_path / "full.jsonl", lambda r: None)
+    assert [r["id"] for r in Store(db).load("r1").records] == ["case0", "case1", "case2"]
+    # The resumed run retried a failed case: history counts it once, by its last record.
+    on_record({**fake_record(1), "status": "error"})
+    [run] = Store(db).runs()
+    assert run.cases == 3 and run.failed == 1
+
+
+def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):
+    db, results = tmp_path / "s.db", write_results(tmp_path / "results.jsonl", "r1", 0)
+    seen = []
+    on_record = recording(db, results, seen.append)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.mkdir()  # the store is gone and cannot be opened again
+    on_record(fake_record(0))
+    on_record(fake_record(1))
+    assert [r["id"] for r in seen] == ["case0", "case1"]
+    err = capsys.readouterr().err
+    assert err.count("stopped storing run r1") == 1 and f"arraybench import {results}" in err
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from arraybench.results import ResultsWriter
+from arraybench.store import recording
+db, out, rid, n = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+w = ResultsWriter(out, {"schema": 1, "run_id": rid, "started": "x", "settings": {}, "environment": {}})
+w.close()
+on_record = recording(db, out, lambda r: None)
+for i in range(n):
+    on_record({"id": f"{rid}-{i}", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
+               "status": "ok", "samples_s": [float(i)]})
+"""
+
+
+def test_two_runs_writing_one_store_at_once_both_land_completely(tmp_path):
+    db, n = tmp_path / "shared.db", 150
+    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(tmp_path / f"{rid}.jsonl"), rid, str(n)],
+                              env=env, stderr=subprocess.PIPE, text=True)
+             for rid in ("runA", "runB")]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert "warning" not in err, err
+    with Store(db) as st:
+        for rid in ("runA", "runB"):
+            assert [r["id"] for r in st.load(rid).records] == [f"{rid}-{i}" for i in range(n)]
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript((FIXTURES / "store-v1.sql").read_text())
+    with Store(db) as st:
+        assert st.version() == SCHEMA
+        [run] = st.runs()
+        assert run.backends == ("numba", "numpy") and run.cases == 2
+        res = st.load(run.id)
+        statuses = st.conn.execute("SELECT DISTINCT status FROM cases").fetchall()
+    assert statuses == [("ok",)]
+    assert {r["backend"] for r in res.records} == {"numba", "numpy"}
+    assert all(r["samples_s"] for r in res.records)
+
+
+def test_a_store_from_a_newer_arraybench_is_refused(tmp_path, run_cli):
+    db = tmp_path / "new.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA + 1}")
+    code, _, err = run_cli("history", "--store", str(db))
+    assert code == 2 and f"schema {SCHEMA + 1}, newer" in err
+
+
+def test_ambiguous_prefix_names_the_candidates(tmp_path, run_cli):
+    db = tmp_path / "s.db"
+    with Store(db) as st:
+        for rid in ("20260101-000000-aaaaaa", "20260101-000000-bbbbbb"):
+            st.add_results(load_results(write_results(tmp_path / f"{rid}.jsonl", rid, 1)))
+    code, _, err = run_cli("show", "20260101", "--store", str(db))
+    assert code == 2 and "ambiguous" in err and "aaaaaa" in err and "bbbbbb" in err
+    code, out, _ = run_cli("show", "20260101-000000-b", "--store", str(db))
+    assert code == 0 and "20260101-000000-bbbbbb" in out
