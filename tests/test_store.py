@@ -13,7 +13,7 @@ from arraybench.case import Case
 from arraybench.environment import fingerprint
 from arraybench.execute import blank_record
 from arraybench.results import load_results
-from arraybench.store import SCHEMA, Store, recording, to_dataframe
+from arraybench.store import SCHEMA, Store, recording
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SRC = Path(__file__).parent.parent / "src"
@@ -80,7 +80,7 @@ def test_python_api_loads_runs_and_files_as_dataframes(stored_run):
     rid = read_jsonl(results_file)[0]["run_id"]
     by_id, by_file = arraybench.load(rid, store=db), arraybench.load(results_file)
     assert by_id.header == by_file.header and by_id.records == by_file.records
-    df = to_dataframe(by_id)
+    df = by_id.to_dataframe()
     assert len(df) == 2 and set(df["backend"]) == {"numpy", "numba"}
     assert (df["run_id"] == rid).all() and (df["param.n"] == 200).all()
     assert df["median_s"].gt(0).all() and df["samples_s"].map(len).ge(3).all()

@@ -69,7 +69,8 @@ def build_parser() -> Parser:
     store.add_run_options(run)
     cluster.add_run_options(run)
 
-    sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
+    lst = sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
+    lst.add_argument("--workload-file", help="also list the workloads this Python file defines")
     env = sub.add_parser("env", help="machine, software and the settings that change results")
     env.add_argument("--json", action="store_true")
     env.add_argument("--threads", type=int, help="thread count to verify (default: all cores)")
@@ -113,6 +114,10 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     settings.params = parse_params(args.params)
     settings.devices = parse_list(args.devices) or settings.devices
     settings.workload_file = str(Path(args.workload_file).resolve()) if args.workload_file else None
+    if settings.workload_file and not args.workloads:
+        from arraybench.userfile import load_workload_file
+
+        settings.workloads = list(load_workload_file(settings.workload_file))
     if args.threads is not None:
         settings.threads = args.threads
     settings.memory_limit = args.memory_limit
@@ -176,8 +181,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     from arraybench.probe import probe
     from arraybench.workloads import WORKLOADS
 
+    workloads = dict(WORKLOADS)
+    if args.workload_file:
+        from arraybench.userfile import load_workload_file
+
+        workloads.update(load_workload_file(args.workload_file))
     print("Workloads")
-    for wl in WORKLOADS.values():
+    for wl in workloads.values():
         presets = ", ".join(f"{k}" for k in wl.presets)
         print(f"  {wl.name:<18} {wl.description}")
         print(f"  {'':<18} size parameter {wl.size_param!r}; presets: {presets}")
@@ -232,13 +242,13 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from arraybench.report import publish
-    from arraybench.results import load_results, writable_dir
+    from arraybench.results import load_results
 
     loaded = [load_results(p) for p in args.results]
     for res in loaded:
         for w in res.warnings:
             print(f"arraybench: warning: {w}", file=sys.stderr)
-    publish(loaded, writable_dir(Path(args.output_dir)))
+    publish(loaded, Path(args.output_dir))
     return EXIT_OK
 
 

@@ -94,12 +94,19 @@ class CaseExecutor:
             be.sync(args)
             rec["transfer_s"] = time.perf_counter() - t0
 
-            t0 = time.perf_counter()
-            fn = builder(be, **params)
-            rec["build_s"] = time.perf_counter() - t0
+            try:
+                t0 = time.perf_counter()
+                fn = builder(be, **params)
+                rec["build_s"] = time.perf_counter() - t0
 
-            sync = be.sync if be.asynchronous else None
-            timing = Timer(fn, args, sync=sync, config=config).run()
+                sync = be.sync if be.asynchronous else None
+                timing = Timer(fn, args, sync=sync, config=config).run()
+            except Exception as e:
+                # Only the computation's own failures: a broken input or reference is an error.
+                reason = wl.unsupported_because(e, case.backend)
+                if reason is None:
+                    raise
+                raise Unavailable(reason) from e
             m = timing.measurement
 
             t0 = time.perf_counter()

@@ -11,7 +11,8 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -53,6 +54,36 @@ class Results:
     def latest(self) -> dict[str, dict[str, Any]]:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r["id"]: r for r in self.records}
+
+    def to_dataframe(self) -> Any:
+        """A pandas DataFrame, one row per case (its latest record), in flat columns.
+
+        Parameters become `param.NAME` columns and the backend's version and verified threads
+        are lifted out of `backend_info`; each row names its run and machine and keeps its raw
+        samples as a list.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise UsageError("to_dataframe needs pandas (pip install 'arraybench[report]')") from None
+        from arraybench.environment import fingerprint
+        from arraybench.store import run_id
+
+        rid, machine = run_id(self.header), fingerprint(self.environment)
+        return pd.DataFrame(
+            [{"run_id": rid, "machine": machine, **flat_record(r)} for r in self.latest().values()]
+        )
+
+
+def flat_record(r: dict[str, Any]) -> dict[str, Any]:
+    """A record's scalar fields, its parameters as `param.NAME`, and its backend's version."""
+    row = {k: v for k, v in r.items() if k != "type" and not isinstance(v, dict | list)}
+    row["samples_s"] = r.get("samples_s", [])  # the raw samples, for statistics of one's own
+    row.update({f"param.{k}": v for k, v in r.get("params", {}).items()})
+    info = r.get("backend_info") or {}
+    row["version"] = info.get("version")
+    row["threads_verified"] = info.get("threads_verified")
+    return row
 
 
 class ResultsWriter:
@@ -126,17 +157,19 @@ def writable_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step: a reader, or a crash, sees the old file or the new one.
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path`; when the block succeeds it replaces `path` in one step.
 
-    The temporary file sits in the same directory (a rename is atomic only within one file
-    system) under a unique name, so two runs writing the same report cannot mix their bytes.
+    A reader, or a crash, sees the old file or the new one. The temporary file sits in the same
+    directory (a rename is atomic only within one file system) under a unique name, so two runs
+    writing the same report cannot mix their bytes; it keeps `path`'s suffix so tools that
+    choose a format by extension (matplotlib's savefig) still work.
     """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
     try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
+        yield tmp
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -147,6 +180,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.fsync(fd)  # the rename itself survives a power cut
     finally:
         os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one step (see atomic_path)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -263,9 +263,10 @@ class WorkerPool:
 class Progress:
     """A progress line on stderr: a bar on a terminal, one line per case otherwise."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
-        self.total, self.done, self.stream = total, 0, stream
-        self.tty = stream.isatty()
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        # sys.stderr looked up now, not at import: pytest and notebooks swap it after import.
+        self.total, self.done, self.stream = total, 0, stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.started = time.monotonic()
 
     def __call__(self, rec: dict[str, Any]) -> None:

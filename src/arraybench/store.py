@@ -271,22 +271,6 @@ def load(ref: str | Path, store: str | Path | None = None) -> Results:
         return st.load(str(ref))
 
 
-def to_dataframe(results: Results) -> Any:
-    """One row per record: its fields, each parameter as `param.NAME`, and the run's id and machine."""
-    try:
-        import pandas as pd
-    except ImportError:
-        raise UsageError("to_dataframe needs pandas: pip install 'arraybench[compare]'") from None
-    rid, machine = run_id(results.header), environment.fingerprint(results.environment)
-    rows = [
-        {"run_id": rid, "machine": machine,
-         **{k: v for k, v in r.items() if k not in ("type", "params")},
-         **{f"param.{k}": v for k, v in r.get("params", {}).items()}}
-        for r in results.records
-    ]
-    return pd.DataFrame(rows)
-
-
 def store_path(args: argparse.Namespace) -> Path | None:
     """The store `arraybench run` writes into, or None under --no-store."""
     return None if args.no_store else Path(args.store or DEFAULT_PATH)

@@ -1,5 +1,6 @@
 """Numba: NumPy code compiled by @njit on the CPU; its BLAS calls go through SciPy's OpenBLAS."""
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +32,14 @@ class NumbaBackend(Backend):
         return info
 
     def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
-        return self.numba.njit(fn)
+        # njit takes plain functions only: compile a partial's function and pass its bound
+        # arguments at each call (numba specialises on their types, as on constants).
+        bound = isinstance(fn, functools.partial)
+        target = fn.func if bound else fn
+        # A function the user compiled with options of their own (parallel=True, ...) stays so.
+        if not isinstance(target, self.numba.core.dispatcher.Dispatcher):
+            target = self.numba.njit(target)
+        return functools.partial(target, *fn.args, **fn.keywords) if bound else target
 
     @property
     def xp(self) -> Any:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from arraybench.errors import UsageError
 from arraybench.report import crossovers, table
-from arraybench.report.files import csv_text, write_text
+from arraybench.report.files import csv_text
 from arraybench.report.model import ReportData, environment_rows, size_sort_key
-from arraybench.results import Results
+from arraybench.results import Results, atomic_write_text
 from arraybench.runner import format_seconds
 
 __all__ = ["Report", "publish", "write_all"]
@@ -87,9 +87,9 @@ def write_all(results: Sequence[Results], out_dir: Path) -> Report:
     files = tuple(p for plot in plots for p in (plot.svg, plot.png))
     report = Report(summary_text(data, found), warnings, out_dir / "report.md", out_dir / "results.csv",
                     out_dir / "report.html", files)
-    write_text(report.markdown, markdown_text(data, found, files))
-    write_text(report.csv, csv_text(data))
-    write_text(report.html, render_html(data, found, plots, fastest_lines(data), warnings))
+    atomic_write_text(report.markdown, markdown_text(data, found, files))
+    atomic_write_text(report.csv, csv_text(data))
+    atomic_write_text(report.html, render_html(data, found, plots, fastest_lines(data), warnings))
     return report
 
 

@@ -1,14 +1,10 @@
-"""Report files on disk: atomic replacement, so a reader never sees half a report, and the CSV export."""
+"""The CSV export of a report: one row per case."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from arraybench.report.model import ReportData
@@ -19,24 +15,6 @@ CSV_COLUMNS = (
     "noisy", "first_call_s", "transfer_s", "speedup", "gflops", "gbs", "pct_flop_peak",
     "pct_bw_peak", "rel_err", "tolerance", "error", "id",
 )
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside `path`; on success it replaces `path` in one step."""
-    # Named per process rather than by mkstemp, whose 0600 mode would outlive the rename.
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text(path: Path, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
 
 
 def csv_text(data: ReportData) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.report.crossovers import Crossover, sweeps
-from arraybench.report.files import atomic_path
 from arraybench.report.model import NOT_RUN, ReportData, size_sort_key, status_word
+from arraybench.results import atomic_path
 from arraybench.runner import format_seconds
 
 BACKEND_COLOURS = {

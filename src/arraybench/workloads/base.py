@@ -167,6 +167,13 @@ class Workload:
     def tolerance(self, dtype: str) -> float:
         return self.rtol[dtype]
 
+    def unsupported_because(self, error: Exception, backend: str) -> str | None:
+        """Why `backend` cannot run this workload, when `error` is a known limit of the framework.
+
+        Built-in implementations are written for their backend, so every failure is an error.
+        """
+        return None
+
     def check(self, out: Any, ref: Any, dtype: str, params: dict[str, Any]) -> Check:
         if self.checker is not None:
             return self.checker(out, ref, dtype, params)
