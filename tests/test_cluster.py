@@ -27,6 +27,14 @@ CORES = len(os.sched_getaffinity(0))
 NUMPY_SIZES = ["--backends", "numpy", "--sizes", "2,3,4,5", "--threads", "1"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def stated_peaks():
+    """Peaks stated, not measured (seconds per run); Dask workers started from here inherit it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ARRAYBENCH_PEAKS", '{"bandwidth_gbs": 1.0}')
+        yield
+
+
 def start_cluster(**scheduler_config) -> LocalCluster:
     with dask.config.set(scheduler_config):
         return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -84,7 +92,8 @@ def test_on_pins_cases_to_a_named_worker_and_resume_finishes_the_rest(tmp_path, 
     lines = read_jsonl(path)
     ids = [r["id"] for r in lines if r["type"] == "case"]
     assert code == 0 and sorted(ids) == sorted(first)  # none twice, none lost
-    assert [r["machine"] for r in lines if r["type"] == "machine"] == [HOST]
+    [machine] = [r for r in lines if r["type"] == "machine"]
+    assert machine["machine"] == HOST and machine["environment"]["peaks"]["method"] == "stated by ARRAYBENCH_PEAKS"
 
 
 def test_gpu_cases_without_a_gpu_worker_are_unavailable_with_the_fix(tmp_path, dask_cluster, run_cli):

@@ -231,7 +231,8 @@ class ClusterRunner:
 
         from arraybench.dask_worker import CasePool
 
-        cpus = self.target.cpu_slices(max((c.threads for c in cases), default=1))
+        threads = max((c.threads for c in cases), default=1)
+        cpus = self.target.cpu_slices(threads)
         with self.target.client() as client:
             workers, pins = self.target.workers(client)
             queue: deque[Case] = deque()
@@ -242,7 +243,10 @@ class ClusterRunner:
                 else:
                     self.record(blank_record(case, "unavailable", self.no_worker_reason(needs)))
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
-            client.register_plugin(CasePool(self.timer, self.seed, self.timeout, cpus, self.memory_limit), name=plugin)
+            # A local cluster runs on this machine, whose peaks the header already holds.
+            peaks_threads = None if self.target.local_workers else threads
+            pool = CasePool(self.timer, self.seed, self.timeout, cpus, self.memory_limit, peaks_threads)
+            client.register_plugin(pool, name=plugin)
             in_flight: dict[Any, Case] = {}
             try:
                 self.feed(client, plugin, queue, in_flight, as_completed(), pins)

@@ -9,7 +9,7 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from arraybench import __version__, environment
+from arraybench import __version__, environment, peaks
 from arraybench.case import Case
 from arraybench.runner import WorkerPool
 from arraybench.timing import TimerConfig
@@ -22,10 +22,11 @@ class CasePool(WorkerPlugin):
     and event loop do not share a process (or thread pools) with the framework being timed.
     """
 
-    def __init__(self, timer: TimerConfig, seed: int, timeout: float,
-                 cpu_slices: dict[str, list[int]], memory_limit: int | None = None) -> None:
+    def __init__(self, timer: TimerConfig, seed: int, timeout: float, cpu_slices: dict[str, list[int]],
+                 memory_limit: int | None = None, peaks_threads: int | None = None) -> None:
         self.timer, self.seed, self.timeout = timer, seed, timeout
         self.cpu_slices, self.memory_limit = cpu_slices, memory_limit
+        self.peaks_threads = peaks_threads
 
     def setup(self, worker: Any) -> None:
         # Logs stay on the worker's machine; a crash's last stderr line travels in its record.
@@ -34,10 +35,20 @@ class CasePool(WorkerPlugin):
         self.machine = socket.gethostname()
         self.worker_name = str(worker.name)
         self.cpus = self.cpu_slices.get(self.worker_name)
-        self.environment = {**environment.collect(), "arraybench_version": __version__}
+        self.environment: dict[str, Any] | None = None
 
     def teardown(self, worker: Any) -> None:
         self.pool.close()
+
+    def machine_environment(self) -> dict[str, Any]:
+        """This machine's environment, with its peaks where asked: measured once, in a task thread,
+        because the peaks take seconds that the worker's event loop must not block for."""
+        if self.environment is None:
+            env = {**environment.collect(), "arraybench_version": __version__}
+            if self.peaks_threads:
+                env["peaks"] = peaks.measure(self.peaks_threads)
+            self.environment = env
+        return self.environment
 
 
 def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -49,4 +60,4 @@ def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], di
         os.sched_setaffinity(0, plugin.cpus)
     record = plugin.pool.run_one(Case.from_dict(case))
     record["machine"], record["worker"] = plugin.machine, plugin.worker_name
-    return record, plugin.environment
+    return record, plugin.machine_environment()
