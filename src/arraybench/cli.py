@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, compare, store, suites
+from arraybench import __version__, cluster, compare, store, suites
 from arraybench.errors import UsageError
 from arraybench.limits import memory_size
 
@@ -68,6 +68,7 @@ def build_parser() -> Parser:
     run.add_argument("--memory-limit", type=memory_size, help="cap each worker's memory, e.g. 2G")
     store.add_run_options(run)
     suites.add_arguments(run)
+    cluster.add_run_options(run)
 
     lst = sub.add_parser("list", help="workloads, and backends with versions, devices or why unavailable")
     lst.add_argument("--workload-file", help="also list the workloads this Python file defines")
@@ -142,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
-                                  store=store_path)
+                                  store=store_path, make_runner=cluster.runner_from_args(args))
     except KeyboardInterrupt:
         from arraybench.results import load_results
 
@@ -169,7 +170,9 @@ def check_resume_args(args: argparse.Namespace) -> None:
     if not (Path(args.resume) / "results.jsonl").exists():
         raise UsageError(f"nothing to resume in {args.resume!r}: it holds no results.jsonl")
     defaults = vars(build_parser().parse_args(["run"]))
-    given = [k for k, v in vars(args).items() if k not in ("resume", "debug") and v != defaults[k]]
+    # Where the cases run (--cluster, --on) is not a setting of what they measure.
+    given = [k for k, v in vars(args).items()
+             if k not in ("resume", "debug", "cluster", "on") and v != defaults[k]]
     if given:
         option = "--" + given[0].replace("_", "-")
         raise UsageError(f"--resume {args.resume} runs with the settings stored there; drop {option}")

@@ -36,6 +36,7 @@ class Results:
     records: list[dict[str, Any]]
     path: Path | None = None
     warnings: list[str] = field(default_factory=list)
+    machine_lines: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -44,6 +45,11 @@ class Results:
     @property
     def environment(self) -> dict[str, Any]:
         return self.header.get("environment", {})
+
+    @property
+    def machines(self) -> dict[str, dict[str, Any]]:
+        """Each machine's environment: a cluster run's machine lines, else the header's one machine."""
+        return self.machine_lines or {self.environment.get("hostname", "?"): self.environment}
 
     def latest(self) -> dict[str, dict[str, Any]]:
         """The last record of each case id (a resumed run may have retried a case)."""
@@ -116,6 +122,10 @@ class ResultsWriter:
 
     def append(self, record: dict[str, Any]) -> None:
         self._write({"type": "case", **record})
+
+    def add_machine(self, machine: str, environment: dict[str, Any]) -> None:
+        """Record the environment of a machine that cases of this run ran on (a cluster run)."""
+        self._write({"type": "machine", "machine": machine, "environment": environment})
 
     def close(self) -> None:
         self._f.close()
@@ -231,14 +241,17 @@ def load_results(path: str | os.PathLike[str]) -> Results:
             f"results file {str(p)!r} has schema {schema}, newer than this arraybench reads ({SCHEMA}); upgrade arraybench"
         )
     records = []
+    machines = {}
     for i, obj in enumerate(objs[1:], 2):
+        if obj.get("type") == "machine" and isinstance(obj.get("environment"), dict):
+            machines[str(obj.get("machine"))] = obj["environment"]
         if obj.get("type") != "case":
             continue
         problem = _case_problem(obj)
         if problem:
             raise UsageError(f"results file {str(p)!r} line {i} {problem}")
         records.append(obj)
-    return Results(header=header, records=records, path=p, warnings=warnings)
+    return Results(header=header, records=records, path=p, warnings=warnings, machine_lines=machines)
 
 
 def _case_problem(obj: dict[str, Any]) -> str:

@@ -8,13 +8,14 @@ import random
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from arraybench.backends import backend_class
 from arraybench.case import Case
@@ -151,13 +152,17 @@ class Worker:
         self._log.close()
 
 
-class Runner:
-    """Runs cases in shuffled order, one worker process per backend configuration.
+class CaseRunner(Protocol):
+    """What session.execute drives: Runner here, or cluster.ClusterRunner on Dask workers."""
 
-    Workers stay alive between their cases (imports cost seconds), and each case runs in its
-    backend's worker, so no framework's thread pools share a process with another's. A case
-    that hangs, crashes its worker or raises is recorded with its status and reason; the
-    worker is replaced and the run goes on.
+    def run(self, cases: list[Case]) -> list[dict[str, Any]]: ...
+
+
+class Runner:
+    """Runs cases in shuffled order in a WorkerPool, writing and reporting each record at once.
+
+    A case that hangs, crashes its worker or raises is recorded with its status and reason;
+    the worker is replaced and the run goes on.
     """
 
     def __init__(
@@ -170,12 +175,10 @@ class Runner:
         on_record: Callable[[dict[str, Any]], None] = lambda r: None,
         memory_limit: int | None = None,
     ) -> None:
-        self.writer, self.timer, self.seed, self.timeout = writer, timer, seed, timeout
-        self.log_dir = log_dir
-        self.memory_limit = memory_limit
+        self.writer, self.seed = writer, seed
         self.on_record = on_record
-        self.workers: dict[WorkerKey, Worker] = {}
-        self.unavailable: dict[WorkerKey, str] = {}
+        self.pool = WorkerPool(timer, seed, timeout, log_dir, memory_limit)
+        self.machine = socket.gethostname()
 
     @staticmethod
     def order(cases: Iterable[Case], seed: int) -> list[Case]:
@@ -188,13 +191,32 @@ class Runner:
         records = []
         try:
             for case in self.order(cases, self.seed):
-                rec = self.run_one(case)
+                rec = self.pool.run_one(case)
+                rec["machine"] = self.machine
                 self.writer.append(rec)
                 records.append(rec)
                 self.on_record(rec)
         finally:
-            self.close()
+            self.pool.close()
         return records
+
+
+class WorkerPool:
+    """One worker process per backend configuration, kept alive between its cases.
+
+    Imports cost seconds, so a worker serves every case of its configuration; each case runs
+    in its backend's worker, so no framework's thread pools share a process with another's.
+    A case that hangs, crashes its worker or raises is returned with its status and reason,
+    and the worker is replaced for the next case.
+    """
+
+    def __init__(self, timer: TimerConfig, seed: int, timeout: float, log_dir: Path,
+                 memory_limit: int | None = None) -> None:
+        self.timer, self.seed, self.timeout = timer, seed, timeout
+        self.log_dir = log_dir
+        self.memory_limit = memory_limit
+        self.workers: dict[WorkerKey, Worker] = {}
+        self.unavailable: dict[WorkerKey, str] = {}
 
     def run_one(self, case: Case) -> dict[str, Any]:
         cls = backend_class(case.backend)

@@ -11,7 +11,7 @@ from arraybench import __version__, environment, peaks
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import Results, ResultsWriter, load_results, writable_dir
-from arraybench.runner import Runner
+from arraybench.runner import CaseRunner, Runner
 from arraybench.store import Store, new_run_id, recording
 
 SCHEMA = 1
@@ -48,12 +48,14 @@ def execute(
     resume: bool = False,
     on_start: Callable[[int], Callable[[dict[str, Any]], None]] = lambda n: (lambda r: None),
     store: Path | None = None,
+    make_runner: Callable[..., CaseRunner] = Runner,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
     `on_start(number of cases)` returns the per-record callback (the progress bar). On Ctrl-C
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
     already on disk. With `store`, each record is also added to that results store as it lands.
+    `make_runner` is called like Runner: cluster.ClusterRunner runs the cases on Dask workers.
     """
     done: set[str] = set()
     if resume:
@@ -69,8 +71,8 @@ def execute(
     on_record = on_start(len(todo))
     if store is not None:
         on_record = recording(store, writer.path, on_record)
-    runner = Runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                    on_record=on_record, memory_limit=settings.memory_limit)
+    runner = make_runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
+                         on_record=on_record, memory_limit=settings.memory_limit)
     try:
         runner.run(todo)
     finally:

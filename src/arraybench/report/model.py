@@ -25,6 +25,9 @@ class ReportData:
     def from_results(cls, results: Sequence[Results]) -> ReportData:
         latest = {(r["machine"], r["id"]): r for r in merge(results)}
         headers = {res.environment.get("hostname", "?"): res.header for res in results}
+        for res in results:  # a cluster run records each machine its cases ran on
+            for machine, env in res.machine_lines.items():
+                headers.setdefault(machine, {**res.header, "environment": env})
         data = cls(records=list(latest.values()), headers=headers)
         _derive(data)
         return data

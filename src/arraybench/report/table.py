@@ -11,22 +11,23 @@ from arraybench.runner import format_seconds
 FAILED = ("wrong", "error", "timeout", "crashed")
 
 
-def row_label(r: dict[str, Any], devices: set[str]) -> str:
+def row_label(r: dict[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
     label = f"{r['backend']}·{r['mode']}"
-    return f"{label}·{r.get('device', 'cpu')}" if len(devices) > 1 else label
+    label = f"{label}·{r.get('device', 'cpu')}" if len(devices) > 1 else label
+    return f"{label} @{r.get('machine') or '?'}" if len(machines) > 1 else label
 
 
 def speedups(records: Iterable[dict[str, Any]]) -> dict[str, float]:
-    """Per record id: NumPy's median over this one's, at the same workload, params and dtype."""
+    """Per record id: NumPy's median over this one's, at the same workload, params, dtype and machine."""
     recs = list(records)
     base = {
-        (r["workload"], _params_key(r), r["dtype"]): r["median_s"]
+        (r["workload"], _params_key(r), r["dtype"], r.get("machine")): r["median_s"]
         for r in recs
         if r["backend"] == "numpy" and r["mode"] == "eager" and r["status"] == "ok"
     }
     out = {}
     for r in recs:
-        b = base.get((r["workload"], _params_key(r), r["dtype"]))
+        b = base.get((r["workload"], _params_key(r), r["dtype"], r.get("machine")))
         if b and r["status"] == "ok" and r.get("median_s"):
             out[r["id"]] = b / r["median_s"]
     return out
@@ -65,11 +66,13 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
     for wl in sorted(by_wl):
         recs = by_wl[wl]
         devices = {r.get("device", "cpu") for r in recs}
+        # Several machines (a cluster run, or files merged): their rows side by side.
+        machines = frozenset(r["machine"] for r in recs if r.get("machine"))
         sizes = sorted({r.get("size") for r in recs}, key=_size_key)
         dtypes = sorted({r["dtype"] for r in recs})
         rows_by_label: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
         for r in recs:
-            rows_by_label[row_label(r, devices)][r.get("size")] = r
+            rows_by_label[row_label(r, devices, machines)][r.get("size")] = r
         header = ["backend·mode", *[f"size {s}" for s in sizes]]
         rows = []
         for label in sorted(rows_by_label):
@@ -80,9 +83,9 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
             ok = [r for r in recs if r.get("size") == s and r["status"] == "ok"]
             if ok:
                 fastest = min(ok, key=lambda r: r["median_s"])
-                best.append(f"size {s}: fastest correct is {row_label(fastest, devices)} ({format_seconds(fastest['median_s'])})")
+                best.append(f"size {s}: fastest correct is {row_label(fastest, devices, machines)} ({format_seconds(fastest['median_s'])})")
         notes = best + sorted(
-            {f"{row_label(r, devices)} at size {r.get('size')}: {r['status']} — {r['error']}"
+            {f"{row_label(r, devices, machines)} at size {r.get('size')}: {r['status']} — {r['error']}"
              for r in recs if r["status"] not in ("ok",) and r.get("error")}
         )
         title = f"{wl} ({', '.join(dtypes)}; median per call ± IQR · speedup vs numpy · first call)"

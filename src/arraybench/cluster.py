@@ -1,0 +1,329 @@
+"""Cluster: runs a plan's cases on Dask workers, each case in the same isolated process as locally."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arraybench.case import Case
+from arraybench.errors import UsageError
+from arraybench.execute import blank_record, one_line
+from arraybench.plan import default_threads, parse_list
+from arraybench.results import ResultsWriter, load_results
+from arraybench.runner import CaseRunner, Runner
+from arraybench.timing import TimerConfig
+
+# Every case needs one unit of SLOT and every arraybench Dask worker offers one, so a worker
+# runs one case at a time however many threads it has: timings are not shared with a neighbour.
+SLOT = "arraybench"
+GPU = "GPU"
+CONNECT_TIMEOUT = 30.0
+WAIT_FOR_WORKERS = 60.0
+POLL = 0.2
+CHECK_EVERY = 2.0
+WORKER_HINT = "start each with: dask worker ADDRESS --nthreads 1 --resources arraybench=1 (see docs/cluster.md)"
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--cluster", metavar="ADDRESS",
+                     help="run the cases on Dask workers: tcp://HOST:8786, or local:N for N local workers")
+    run.add_argument("--on", metavar="WORKERS",
+                     help="with --cluster: only these Dask workers (names, hosts or addresses, comma-separated)")
+
+
+def runner_from_args(args: argparse.Namespace) -> Callable[..., CaseRunner]:
+    """Runner for a local run; ClusterRunner, built the same way, for `--cluster`."""
+    if args.on and not args.cluster:
+        raise UsageError("--on needs --cluster")
+    if not args.cluster:
+        return Runner
+    target = ClusterTarget.parse(args.cluster, args.on)
+    # Refuse what cannot run before the results file exists, so the fixed command can reuse it.
+    if not args.resume:
+        target.cpu_slices(args.threads or default_threads())
+    if target.address is not None:
+        with target.client() as client:
+            target.workers(client)
+    return functools.partial(ClusterRunner, target)
+
+
+@dataclass(frozen=True)
+class DaskWorker:
+    """What the scheduler says about one Dask worker."""
+
+    address: str
+    name: str
+    host: str
+    resources: dict[str, float]
+
+    def offers(self, needs: dict[str, float]) -> bool:
+        return all(self.resources.get(k, 0) >= v for k, v in needs.items())
+
+
+@dataclass(frozen=True)
+class Pins:
+    """`--on`, resolved: hosts stay hosts, so a worker restarted there still qualifies; names and
+    addresses become addresses, which a restarted worker no longer has."""
+
+    workers: tuple[DaskWorker, ...] = ()
+    hosts: frozenset[str] = frozenset()
+    addresses: frozenset[str] = frozenset()
+
+    def allow(self, worker: DaskWorker) -> bool:
+        return not self.workers or worker in self.workers or worker.host in self.hosts
+
+    def restriction(self) -> list[str] | None:
+        return sorted(self.hosts | self.addresses) or None
+
+    def stranded(self, alive: set[str]) -> bool:
+        """True when no worker these pins allow can ever come back."""
+        return bool(self.addresses) and not self.hosts and not self.addresses & alive
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    """Where cases run: a scheduler's address or a LocalCluster's size, and the workers allowed."""
+
+    address: str | None = None
+    local_workers: int | None = None
+    on: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str, on: str | None = None) -> ClusterTarget:
+        pins = tuple(parse_list(on) or ())
+        if text.startswith("local"):
+            count = text.removeprefix("local:")
+            if not text.startswith("local:") or not count.isdigit() or int(count) < 1:
+                raise UsageError(f"--cluster {text!r}: expected local:N with N at least 1, e.g. local:2")
+            return cls(local_workers=int(count), on=pins)
+        return cls(address=text, on=pins)
+
+    def cpu_slices(self, threads: int) -> dict[str, list[int]]:
+        """Disjoint CPUs for each local worker (by name), so cases run at once never share a core."""
+        if self.local_workers is None:
+            return {}
+        cpus = sorted(os.sched_getaffinity(0))
+        if self.local_workers * threads > len(cpus):
+            raise UsageError(
+                f"--cluster local:{self.local_workers} runs {self.local_workers} cases at once with "
+                f"--threads {threads} each: that needs {self.local_workers * threads} cores and "
+                f"{len(cpus)} are usable; lower --threads or N"
+            )
+        per = len(cpus) // self.local_workers
+        return {str(i): cpus[i * per:(i + 1) * per] for i in range(self.local_workers)}
+
+    def workers(self, client: Any) -> tuple[list[DaskWorker], Pins]:
+        """The connected workers and what `--on` allows; a cluster no case can run on is refused."""
+        where = self.address or "the local cluster"
+        try:
+            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+        except TimeoutError:
+            raise UsageError(f"no Dask worker joined {where} within {WAIT_FOR_WORKERS:.0f} s; {WORKER_HINT}") from None
+        workers = dask_workers(client)
+        if not any(w.offers({SLOT: 1}) for w in workers):
+            raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
+        return workers, self.pins(workers, client.run(socket.gethostname) if self.on else {})
+
+    def pins(self, workers: list[DaskWorker], hostnames: dict[str, str]) -> Pins:
+        """The workers `--on` names; each token may be a worker's name, host name, IP or address."""
+        chosen: list[DaskWorker] = []
+        hosts: set[str] = set()
+        for token in self.on:
+            by_host = [w for w in workers if token in (w.host, hostnames.get(w.address))]
+            match = by_host or [w for w in workers if token in (w.name, w.address)]
+            if not match:
+                known = ", ".join(sorted(f"{w.name} ({hostnames.get(w.address, w.host)}, {w.address})"
+                                         for w in workers))
+                raise UsageError(f"--on {token!r} names no Dask worker; workers: {known}")
+            chosen += match
+            hosts |= {w.host for w in by_host}
+        addresses = {w.address for w in chosen if w.host not in hosts}
+        return Pins(tuple(chosen), frozenset(hosts), frozenset(addresses))
+
+    @contextlib.contextmanager
+    def client(self) -> Iterator[Any]:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UsageError("--cluster needs Dask: pip install 'arraybench[cluster]'") from None
+        if self.local_workers is not None:
+            # Loopback only, one thread each: the cluster is reachable from this machine alone.
+            with sigint_ignored():
+                cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None, resources={SLOT: 1})
+            with cluster, Client(cluster) as client:
+                yield client
+            return
+        try:
+            client = Client(self.address, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise UsageError(f"cannot reach the Dask scheduler at {self.address}: {one_line(e)}") from None
+        with client:
+            yield client
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """Processes started meanwhile ignore Ctrl-C (an ignored signal stays ignored across exec):
+    on Ctrl-C this process stops them in order, instead of each dying with its own traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def dask_workers(client: Any) -> list[DaskWorker]:
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    return [DaskWorker(address=addr, name=str(w.get("name")), host=w.get("host", ""),
+                       resources=dict(w.get("resources") or {})) for addr, w in info.items()]
+
+
+def case_needs(case: Case) -> dict[str, float]:
+    return {SLOT: 1, GPU: 1} if case.device == "gpu" else {SLOT: 1}
+
+
+class ClusterRunner:
+    """Runs cases as Dask tasks and records each the moment it finishes, as Runner does locally.
+
+    A task runs its case in its Dask worker's WorkerPool (dask_worker.CasePool): the same
+    isolated arraybench worker processes as a local run, started once per Dask worker. A Dask
+    worker that dies loses only the cases it held: the scheduler runs them elsewhere, and
+    after `distributed.scheduler.allowed-failures` deaths (default 3) the case is recorded as
+    crashed. Cases pinned by name to a worker that left are recorded as crashed too.
+    """
+
+    def __init__(
+        self,
+        target: ClusterTarget,
+        writer: ResultsWriter,
+        timer: TimerConfig,
+        seed: int,
+        timeout: float,
+        log_dir: Path,
+        on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+        memory_limit: int | None = None,
+    ) -> None:
+        # log_dir is unused: worker logs stay on each Dask worker's machine.
+        self.target, self.writer, self.on_record = target, writer, on_record
+        self.timer, self.seed, self.timeout = timer, seed, timeout
+        self.memory_limit = memory_limit
+        self.records: list[dict[str, Any]] = []
+        self.machines = set(load_results(writer.path).machine_lines)
+
+    def run(self, cases: list[Case]) -> list[dict[str, Any]]:
+        from distributed import as_completed
+
+        from arraybench.dask_worker import CasePool
+
+        threads = max((c.threads for c in cases), default=1)
+        cpus = self.target.cpu_slices(threads)
+        with self.target.client() as client:
+            workers, pins = self.target.workers(client)
+            queue: deque[Case] = deque()
+            for case in Runner.order(cases, self.seed):
+                needs = case_needs(case)
+                if any(w.offers(needs) and pins.allow(w) for w in workers):
+                    queue.append(case)
+                else:
+                    self.record(blank_record(case, "unavailable", self.no_worker_reason(needs)))
+            plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
+            # A local cluster runs on this machine, whose peaks the header already holds.
+            peaks_threads = None if self.target.local_workers else threads
+            pool = CasePool(self.timer, self.seed, self.timeout, cpus, self.memory_limit, peaks_threads)
+            client.register_plugin(pool, name=plugin)
+            in_flight: dict[Any, Case] = {}
+            try:
+                self.feed(client, plugin, queue, in_flight, as_completed(), pins)
+            finally:
+                client.cancel(list(in_flight))
+                with contextlib.suppress(Exception):  # the cluster may already be going away
+                    client.unregister_worker_plugin(plugin)
+        return self.records
+
+    def feed(self, client: Any, plugin: str, queue: deque[Case], in_flight: dict[Any, Case],
+             done: Any, pins: Pins) -> None:
+        """Keep at most one case per eligible worker in Dask's hands; record each as it finishes.
+
+        Dask assigns every submitted task to a worker at once, and when a worker dies it counts
+        the death against every task assigned there. Holding the queue here means a death
+        touches only the case that worker was running, and cases start in the shuffled order.
+        """
+        from arraybench.dask_worker import run_case
+
+        capacity = self.capacity(dask_workers(client), pins)
+        last_check = time.monotonic()
+        while queue or in_flight:
+            while queue and len(in_flight) < capacity:
+                case = queue.popleft()
+                needs = case_needs(case)
+                fut = client.submit(run_case, plugin, case.to_dict(), key=f"{case.id}@{plugin}",
+                                    resources=needs, workers=pins.restriction(),
+                                    allow_other_workers=False, pure=False)
+                in_flight[fut] = case
+                done.add(fut)
+            if done.has_ready():
+                for fut in done.next_batch(block=False):
+                    self.record(*self.outcome(fut, in_flight.pop(fut)))
+                continue
+            time.sleep(POLL)
+            if time.monotonic() - last_check < CHECK_EVERY:
+                continue
+            last_check = time.monotonic()
+            workers = dask_workers(client)
+            capacity = self.capacity(workers, pins)
+            if pins.stranded({w.address for w in workers}):
+                reason = "the Dask worker it was pinned to with --on left the cluster"
+                for fut, case in list(in_flight.items()):
+                    fut.cancel()
+                    self.record(blank_record(case, "crashed", reason))
+                for case in queue:
+                    self.record(blank_record(case, "crashed", reason))
+                in_flight.clear()
+                queue.clear()
+
+    @staticmethod
+    def capacity(workers: list[DaskWorker], pins: Pins) -> int:
+        """Cases Dask may hold at once: one per worker that may run them (at least one, to wait on)."""
+        return max(1, sum(1 for w in workers if w.offers({SLOT: 1}) and pins.allow(w)))
+
+    def outcome(self, fut: Any, case: Case) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        from distributed import KilledWorker
+
+        try:
+            return fut.result()
+        except KilledWorker as e:
+            rec = blank_record(case, "crashed", f"Dask workers died running it {e.allowed_failures + 1} times, "
+                                                f"last {e.last_worker.address}")
+            return rec, None
+        except Exception as e:  # a task that cannot run there (e.g. no arraybench) is this case's result
+            return blank_record(case, "crashed", f"Dask task failed: {one_line(e)}"), None
+
+    def record(self, rec: dict[str, Any], environment: dict[str, Any] | None = None) -> None:
+        machine = rec.get("machine")
+        if environment is not None and machine not in self.machines:
+            self.machines.add(machine)
+            self.writer.add_machine(machine, environment)
+        self.writer.append(rec)
+        self.records.append(rec)
+        self.on_record(rec)
+
+    def no_worker_reason(self, needs: dict[str, float]) -> str:
+        offer = ",".join(f"{k}={v:g}" for k, v in needs.items())
+        where = f" among --on {','.join(self.target.on)}" if self.target.on else ""
+        return f"no Dask worker{where} offers {offer}; start one with: dask worker ADDRESS --nthreads 1 --resources {offer}"

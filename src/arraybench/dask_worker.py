@@ -1,0 +1,63 @@
+"""Inside a Dask worker: its pool of arraybench worker processes, and the task that runs one case."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from distributed import WorkerPlugin, get_worker
+
+from arraybench import __version__, environment, peaks
+from arraybench.case import Case
+from arraybench.runner import WorkerPool
+from arraybench.timing import TimerConfig
+
+
+class CasePool(WorkerPlugin):
+    """One run's WorkerPool in one Dask worker: the worker processes a local run uses, started once.
+
+    The case itself runs in those processes, never in the Dask worker's own, so Dask's threads
+    and event loop do not share a process (or thread pools) with the framework being timed.
+    """
+
+    def __init__(self, timer: TimerConfig, seed: int, timeout: float, cpu_slices: dict[str, list[int]],
+                 memory_limit: int | None = None, peaks_threads: int | None = None) -> None:
+        self.timer, self.seed, self.timeout = timer, seed, timeout
+        self.cpu_slices, self.memory_limit = cpu_slices, memory_limit
+        self.peaks_threads = peaks_threads
+
+    def setup(self, worker: Any) -> None:
+        # Logs stay on the worker's machine; a crash's last stderr line travels in its record.
+        log_dir = Path(worker.local_directory) / "arraybench-logs"
+        self.pool = WorkerPool(self.timer, self.seed, self.timeout, log_dir, self.memory_limit)
+        self.machine = socket.gethostname()
+        self.worker_name = str(worker.name)
+        self.cpus = self.cpu_slices.get(self.worker_name)
+        self.environment: dict[str, Any] | None = None
+
+    def teardown(self, worker: Any) -> None:
+        self.pool.close()
+
+    def machine_environment(self) -> dict[str, Any]:
+        """This machine's environment, with its peaks where asked: measured once, in a task thread,
+        because the peaks take seconds that the worker's event loop must not block for."""
+        if self.environment is None:
+            env = {**environment.collect(), "arraybench_version": __version__}
+            if self.peaks_threads:
+                env["peaks"] = peaks.measure(self.peaks_threads)
+            self.environment = env
+        return self.environment
+
+
+def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run one case in this Dask worker's pool; return its record and this machine's environment."""
+    plugin = get_worker().plugins[plugin_name]
+    if plugin.cpus:
+        # Affinity is per thread on Linux and a worker process inherits its starter's: this
+        # keeps the cases of several local Dask workers on disjoint cores.
+        os.sched_setaffinity(0, plugin.cpus)
+    record = plugin.pool.run_one(Case.from_dict(case))
+    record["machine"], record["worker"] = plugin.machine, plugin.worker_name
+    return record, plugin.machine_environment()
