@@ -24,7 +24,7 @@ from arraybench.results import load_results
 pytestmark = pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
 HOST = socket.gethostname()
 CORES = len(os.sched_getaffinity(0))
-NUMPY_SIZES = ["--backends", "numpy", "--sizes", "2,3,4,5", "--threads", "1"]
+NUMPY_SIZES = ["--workloads", "linreg", "--backends", "numpy", "--sizes", "2,3,4,5", "--threads", "1"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,7 +52,7 @@ def cases(out: Path) -> dict[str, dict]:
 
 
 def test_cluster_run_has_the_cases_statuses_and_format_of_a_local_run(tmp_path, run_cli):
-    args = ["--backends", "numpy,numba", "--sizes", "2", "--threads", "1", *TINY]
+    args = ["--workloads", "linreg", "--backends", "numpy,numba", "--sizes", "2", "--threads", "1", *TINY]
     code_local, _, _ = run_cli("run", *args, "--output-dir", str(tmp_path / "local"))
     code_dask, stdout, _ = run_cli("run", *args, "--cluster", "local:2", "--output-dir", str(tmp_path / "dask"))
     assert code_local == code_dask == 0
@@ -97,7 +97,8 @@ def test_on_pins_cases_to_a_named_worker_and_resume_finishes_the_rest(tmp_path, 
 
 
 def test_gpu_cases_without_a_gpu_worker_are_unavailable_with_the_fix(tmp_path, dask_cluster, run_cli):
-    code, _, _ = run_cli("run", "--backends", "torch", "--modes", "eager", "--devices", "gpu", "--sizes", "2",
+    code, _, _ = run_cli("run", "--workloads", "linreg", "--backends", "torch", "--modes", "eager",
+                         "--devices", "gpu", "--sizes", "2",
                          *TINY, "--cluster", dask_cluster.scheduler_address, "--output-dir", str(tmp_path))
     [rec] = cases(tmp_path).values()
     assert code == 0 and rec["status"] == "unavailable"
