@@ -17,8 +17,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[all,dev]'
 	touch $(STAMP)
 
+# Each run gets its own directory (a results directory is never overwritten: --resume finishes
+# an interrupted one); benchmark_results/latest points at the newest.
 bench: venv
-	$(BIN)/arraybench run --output-dir benchmark_results
+	@out=benchmark_results/$$(date +%Y%m%d-%H%M%S); mkdir -p benchmark_results; \
+	ln -sfn $$(basename $$out) benchmark_results/latest; \
+	$(BIN)/arraybench run --output-dir $$out
 
 quick: venv
 	$(BIN)/arraybench run --quick --output-dir benchmark_results/quick
