@@ -92,8 +92,10 @@ BAD_INPUTS = [
     ("run --workload-file {tmp}/no_workload.py", "workload file '{tmp}/no_workload.py' defines no workload"),
     (f"run --workload-file {FAULTY} --workloads okk", "'okk'; did you mean 'ok'?"),
     ("rn", "argument command: invalid choice: 'rn'"),
+    ("show nosuchrun --store {tmp}/none.db", "no results store at '{tmp}/none.db'"),
+    ("compare nosuchrun {tmp}/done --store {tmp}/none.db", "'nosuchrun' is neither a results file nor a stored run"),
 ]
-# Not here yet: an unknown run id (`arraybench history`/`compare` by id come with the history branch).
+# An unknown run id in a store that holds runs: tests/test_store.py.
 
 
 @pytest.fixture
