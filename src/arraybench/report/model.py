@@ -89,7 +89,7 @@ def _derive(data: ReportData) -> None:
     for group in groups.values():
         sp = speedups(group)
         for r in group:
-            r["speedup"] = sp.get(r["id"])
+            r["speedup"] = sp.get((r["id"], r.get("machine")))
     for r in data.records:
         ok = r["status"] == "ok" and bool(r.get("median_s"))
         samples = r.get("samples_s") or []

@@ -1,4 +1,4 @@
-"""Terminal and Markdown tables: rows backend·mode, columns sizes, one table per workload."""
+"""Terminal and Markdown tables: rows backend·mode, columns sizes, one table per workload and dtype."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ def row_label(r: dict[str, Any], devices: set[str], machines: frozenset[str] = f
     return f"{label} @{r.get('machine') or '?'}" if len(machines) > 1 else label
 
 
-def speedups(records: Iterable[dict[str, Any]]) -> dict[str, float]:
-    """Per record id: NumPy's median over this one's, at the same workload, params, dtype and machine."""
+def speedups(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str | None], float]:
+    """Per (record id, machine): NumPy's median over this one's, at the same workload, params,
+    dtype and machine."""
     recs = list(records)
     base = {
         (r["workload"], _params_key(r), r["dtype"], r.get("machine")): r["median_s"]
@@ -29,7 +30,7 @@ def speedups(records: Iterable[dict[str, Any]]) -> dict[str, float]:
     for r in recs:
         b = base.get((r["workload"], _params_key(r), r["dtype"], r.get("machine")))
         if b and r["status"] == "ok" and r.get("median_s"):
-            out[r["id"]] = b / r["median_s"]
+            out[(r["id"], r.get("machine"))] = b / r["median_s"]
     return out
 
 
@@ -57,19 +58,18 @@ def cell(r: dict[str, Any], speedup: float | None) -> str:
 
 
 def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
-    """Per workload: (title, header, rows, notes). Notes carry every failure's reason."""
-    by_wl: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    """Per workload and dtype: (title, header, rows, notes). Notes carry every failure's reason."""
+    by_wl: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        by_wl[r["workload"]].append(r)
+        by_wl[(r["workload"], r["dtype"])].append(r)
     sp = speedups(records)
     out = []
-    for wl in sorted(by_wl):
-        recs = by_wl[wl]
+    for wl, dtype in sorted(by_wl):
+        recs = by_wl[(wl, dtype)]
         devices = {r.get("device", "cpu") for r in recs}
         # Several machines (a cluster run, or files merged): their rows side by side.
         machines = frozenset(r["machine"] for r in recs if r.get("machine"))
         sizes = sorted({r.get("size") for r in recs}, key=_size_key)
-        dtypes = sorted({r["dtype"] for r in recs})
         rows_by_label: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
         for r in recs:
             rows_by_label[row_label(r, devices, machines)][r.get("size")] = r
@@ -77,7 +77,7 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
         rows = []
         for label in sorted(rows_by_label):
             cells = rows_by_label[label]
-            rows.append([label, *[cell(cells[s], sp.get(cells[s]["id"])) if s in cells else "" for s in sizes]])
+            rows.append([label, *[cell(cells[s], sp.get((cells[s]["id"], cells[s].get("machine")))) if s in cells else "" for s in sizes]])
         best = []
         for s in sizes:
             ok = [r for r in recs if r.get("size") == s and r["status"] == "ok"]
@@ -88,7 +88,7 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
             {f"{row_label(r, devices, machines)} at size {r.get('size')}: {r['status']} — {r['error']}"
              for r in recs if r["status"] not in ("ok",) and r.get("error")}
         )
-        title = f"{wl} ({', '.join(dtypes)}; median per call ± IQR · speedup vs numpy · first call)"
+        title = f"{wl} ({dtype}; median per call ± IQR · speedup vs numpy · first call)"
         out.append((title, header, rows, notes))
     return out
 
