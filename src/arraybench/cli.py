@@ -11,6 +11,7 @@ from typing import Any
 from arraybench import __version__, cluster, compare, store, suites
 from arraybench.errors import UsageError
 from arraybench.limits import memory_size
+from arraybench.results import FAILED
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -155,7 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     publish([results], out_dir)
     if store_path is not None:
         print(f"stored as run {store.run_id(results.header)} in {store_path}", file=sys.stderr)
-    failed = [r for r in records if r["status"] in ("wrong", "error", "timeout", "crashed")]
+    failed = [r for r in records if r["status"] in FAILED]
     if failed:
         print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",
               file=sys.stderr)

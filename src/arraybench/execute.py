@@ -13,8 +13,6 @@ from arraybench.timing import Timer, TimerConfig
 from arraybench.workloads import resolve_workload
 from arraybench.workloads.base import Workload
 
-STATUSES = ("ok", "wrong", "error", "timeout", "crashed", "unavailable", "unsupported")
-
 
 def input_seed(run_seed: int, case: Case) -> int:
     """Seed for a case's inputs: shared by every backend, mode and dtype of one parameter point."""

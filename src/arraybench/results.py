@@ -20,7 +20,9 @@ from typing import Any, NoReturn
 from arraybench.errors import UsageError
 
 SCHEMA = 1
-FINAL_STATUSES = ("ok", "wrong", "error", "timeout", "crashed", "unavailable", "unsupported")
+# A case's status: it ran and was right; it failed (never ranked); or it could not run here.
+FAILED = ("wrong", "error", "timeout", "crashed")
+STATUSES = ("ok", *FAILED, "unavailable", "unsupported")
 # What every reader may rely on in a case line (schema 1); the timings only where a case ran.
 CASE_FIELDS: dict[str, type | tuple[type, ...]] = {
     "id": str, "workload": str, "params": dict, "backend": str, "mode": str, "dtype": str, "status": str,
@@ -264,7 +266,7 @@ def _case_problem(obj: dict[str, Any]) -> str:
         # bool is an int to Python, never a time to us.
         if not isinstance(obj[key], kind) or isinstance(obj[key], bool):
             return f"has {key} {obj[key]!r} of the wrong type"
-    if obj["status"] not in FINAL_STATUSES:
+    if obj["status"] not in STATUSES:
         return f"has an unknown status {obj['status']!r}"
     return ""
 

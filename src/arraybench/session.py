@@ -10,11 +10,9 @@ from typing import Any
 from arraybench import __version__, environment, peaks
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
-from arraybench.results import Results, ResultsWriter, load_results, writable_dir
+from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.runner import CaseRunner, Runner
 from arraybench.store import Store, new_run_id, recording
-
-SCHEMA = 1
 
 
 def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:

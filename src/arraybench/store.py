@@ -17,12 +17,11 @@ from typing import Any
 
 from arraybench import environment
 from arraybench.errors import UsageError
-from arraybench.results import Results, ResultsWriter, load_results
+from arraybench.results import FAILED, Results, ResultsWriter, load_results
 
 DEFAULT_PATH = Path(".arraybench") / "results.db"
 # Two runs writing at once take turns; a writer waits this long for the other's insert.
 BUSY_TIMEOUT_S = 60.0
-FAILED = ("wrong", "error", "timeout", "crashed")
 
 # MIGRATIONS[i] takes a store from schema version i to i + 1 (PRAGMA user_version). Never edit
 # one that has been released: append the next. tests/fixtures keeps a store of every older

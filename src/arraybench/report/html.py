@@ -14,7 +14,7 @@ from arraybench import __version__
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows, size_sort_key
 from arraybench.report.plots import Plot
-from arraybench.report.table import FAILED
+from arraybench.results import FAILED
 from arraybench.runner import format_seconds
 
 TEMPLATE = Path(__file__).with_name("template.html")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.measurement import Measurement
-from arraybench.report.table import FAILED, speedups
-from arraybench.results import Results, merge
+from arraybench.report.table import speedups
+from arraybench.results import FAILED, Results, merge
 
 NOT_RUN = ("unsupported", "unavailable")
 

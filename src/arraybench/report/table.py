@@ -6,9 +6,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from arraybench.results import FAILED
 from arraybench.runner import format_seconds
-
-FAILED = ("wrong", "error", "timeout", "crashed")
 
 
 def row_label(r: dict[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
