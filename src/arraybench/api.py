@@ -16,7 +16,6 @@ import numpy as np
 
 from arraybench import pitfalls
 from arraybench.backends import BACKENDS, Backend, backend_class
-from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.errors import UsageError
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
@@ -59,11 +58,6 @@ def call_named(fn: Callable[..., Any], *args: Any, **available: Any) -> Any:
     return fn(*args, **named(fn, available))
 
 
-def _place(be: Backend, fn: Callable[..., Any]) -> Callable[..., Any]:
-    # TensorFlow puts an op on a device by scope, not by where its inputs live.
-    return be.run_on_device(fn) if isinstance(be, TensorflowBackend) else fn
-
-
 def _builder(fn: Callable[..., Any], mode: str, with_xp: bool) -> Builder:
     """A builder that binds `xp` and the parameters `fn` names, then compiles it in a JIT mode.
 
@@ -75,7 +69,7 @@ def _builder(fn: Callable[..., Any], mode: str, with_xp: bool) -> Builder:
         lead = (namespace(be),) if with_xp else ()
         bound = named(fn, params)
         call = functools.partial(fn, *lead, **bound) if lead or bound else fn
-        return _place(be, call) if mode == "eager" else be.jit(call, mode)
+        return be.run_on_device(call) if mode == "eager" else be.jit(call, mode)
 
     return build
 

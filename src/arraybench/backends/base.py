@@ -125,6 +125,14 @@ class Backend:
     def sync(self, out: Any) -> None:
         """Block until `out` is computed. Called inside the timed region."""
 
+    def run_on_device(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn`, with every op it creates placed on this backend's device.
+
+        Frameworks whose ops follow their inputs need nothing; TensorFlow overrides this,
+        since it places ops by scope, not by where their inputs live.
+        """
+        return fn
+
     def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
         """Compile `fn` the framework's idiomatic way (used by write-once workloads)."""
         raise Unavailable(f"{self.name} has no {mode} mode")

@@ -66,7 +66,7 @@ for wl in (matmul, matmul_3000):
 def _to_host_everywhere() -> None:
     """The product, then the backend's own device-to-host copy: `.cpu().numpy()`, `np.asarray`..."""
     def build(be: Backend, **params: Any) -> Any:
-        product = be.run_on_device(lambda a, b: a @ b) if be.name == "tensorflow" else (lambda a, b: a @ b)
+        product = be.run_on_device(lambda a, b: a @ b)
         return lambda a, b: be.to_host(product(a, b))
 
     def build_jit(be: Backend, **params: Any) -> Any:

@@ -94,7 +94,7 @@ def _builders(same_shape: bool) -> tuple[Any, Any]:
     """(eager builder, jit builder) for calls with the same shape or a new one each time."""
 
     def eager(be: Backend, n: int) -> Any:
-        f = be.run_on_device(_function(be)) if be.name == "tensorflow" else _function(be)
+        f = be.run_on_device(_function(be))
         return _calls(f, _convert(be), same_shape)
 
     def jit(be: Backend, n: int) -> Any:
