@@ -10,7 +10,8 @@ from pathlib import Path
 from arraybench.errors import UsageError
 from arraybench.report import crossovers, table
 from arraybench.report.files import csv_text
-from arraybench.report.model import ReportData, environment_rows, size_sort_key
+from arraybench.report.model import ReportData, environment_rows
+from arraybench.report.table import size_sort_key
 from arraybench.results import Results, atomic_write_text
 from arraybench.runner import format_seconds
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from arraybench import __version__
 from arraybench.report.crossovers import Crossover
-from arraybench.report.model import NOT_RUN, ReportData, environment_rows, size_sort_key
+from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
+from arraybench.report.table import size_sort_key
 from arraybench.results import FAILED
 from arraybench.runner import format_seconds
 

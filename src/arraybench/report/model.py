@@ -77,10 +77,6 @@ def size_param(records: Sequence[dict[str, Any]]) -> str:
     return keys[0] if len(keys) == 1 else "size"
 
 
-def size_sort_key(v: Any) -> tuple:
-    return (0, v, "") if isinstance(v, int | float) else (1, 0, str(v))
-
-
 def _derive(data: ReportData) -> None:
     """Add speedup vs NumPy (same machine), quartiles, GFLOP/s, GB/s and % of that machine's peaks."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.report.crossovers import Crossover, sweeps
-from arraybench.report.model import NOT_RUN, ReportData, size_sort_key, status_word
+from arraybench.report.model import NOT_RUN, ReportData, status_word
+from arraybench.report.table import size_sort_key
 from arraybench.results import atomic_path
 from arraybench.runner import format_seconds
 

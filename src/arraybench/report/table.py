@@ -37,8 +37,9 @@ def _params_key(r: dict[str, Any]) -> tuple:
     return tuple(sorted(r["params"].items()))
 
 
-def _size_key(v: Any) -> tuple:
-    return (0, v) if isinstance(v, int | float) else (1, str(v))
+def size_sort_key(v: Any) -> tuple:
+    """Numeric sizes in order, then named ones (user workloads may use strings)."""
+    return (0, v, "") if isinstance(v, int | float) else (1, 0, str(v))
 
 
 def cell(r: dict[str, Any], speedup: float | None) -> str:
@@ -68,7 +69,7 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
         devices = {r.get("device", "cpu") for r in recs}
         # Several machines (a cluster run, or files merged): their rows side by side.
         machines = frozenset(r["machine"] for r in recs if r.get("machine"))
-        sizes = sorted({r.get("size") for r in recs}, key=_size_key)
+        sizes = sorted({r.get("size") for r in recs}, key=size_sort_key)
         rows_by_label: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
         for r in recs:
             rows_by_label[row_label(r, devices, machines)][r.get("size")] = r
