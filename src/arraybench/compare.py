@@ -15,9 +15,10 @@ from typing import Any
 from arraybench import environment
 from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES
+from arraybench.report.table import text_table
 from arraybench.results import FAILED, Results
 from arraybench.runner import format_seconds
-from arraybench.store import DEFAULT_PATH, load, run_id, text_table
+from arraybench.store import DEFAULT_PATH, load, run_id
 
 ALPHA = 0.05  # significance level of the Mann–Whitney U test
 BOOTSTRAP_RESAMPLES = 2000

@@ -297,6 +297,8 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from arraybench.report.table import text_table
+
     with Store(args.store, create=False) as st:
         runs = st.runs()
     if not runs:
@@ -347,12 +349,6 @@ def cmd_import(args: argparse.Namespace) -> int:
             rid, added = st.add_results(res)
             print(f"{res.path}: run {rid}, {added} of {len(res.records)} cases added")
     return 0
-
-
-def text_table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
-    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
 
 
 COMMANDS = {"history": cmd_history, "show": cmd_show, "export": cmd_export, "import": cmd_import}

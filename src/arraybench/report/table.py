@@ -93,13 +93,17 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
     return out
 
 
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell, the header underlined."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+
+
 def render_text(records: list[dict[str, Any]]) -> str:
     blocks = []
     for title, header, rows, notes in tables(records):
-        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-        line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-        body = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-        blocks.append("\n".join([title, line, "-" * len(line), *body, *[f"  {n}" for n in notes]]))
+        blocks.append("\n".join([title, text_table(header, rows), *[f"  {n}" for n in notes]]))
     return "\n\n".join(blocks)
 
 
