@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from arraybench.errors import UsageError
@@ -67,11 +66,9 @@ def measure(threads: int) -> dict[str, Any]:
         except json.JSONDecodeError:
             raise UsageError("ARRAYBENCH_PEAKS must be 'skip' or a JSON object of peaks") from None
         return {**stated, "method": "stated by ARRAYBENCH_PEAKS"}
-    from arraybench.backends.base import thread_env
+    from arraybench.backends.base import child_env, thread_env
 
-    env = {**os.environ, **thread_env(threads)}
-    src = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    env = child_env(thread_env(threads))
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "arraybench.peaks", "--threads", str(threads)],

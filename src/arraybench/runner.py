@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from arraybench.backends import backend_class
+from arraybench.backends.base import child_env
 from arraybench.case import Case
 from arraybench.execute import blank_record
 from arraybench.limits import format_size
@@ -31,12 +32,7 @@ STARTUP_TIMEOUT = 180.0
 def worker_env(case: Case) -> dict[str, str]:
     """The worker's environment: ours, plus the backend's settings, plus our own import path."""
     be = backend_class(case.backend)(case.threads, case.dtype, case.device)
-    env = dict(os.environ)
-    env.update(be.env())
-    src = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    return child_env({**be.env(), "PYTHONUNBUFFERED": "1"})
 
 
 def signal_name(returncode: int | None) -> str:

@@ -6,6 +6,7 @@ import importlib.metadata
 import importlib.util
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,6 +32,15 @@ def thread_env(threads: int) -> dict[str, str]:
         "TF_NUM_INTRAOP_THREADS": n,
         "TF_NUM_INTEROP_THREADS": "1",
     }
+
+
+def child_env(settings: dict[str, str]) -> dict[str, str]:
+    """Environment for a child process: ours, plus `settings`, with this arraybench first on
+    PYTHONPATH so the child imports the same code as its parent (a source tree, a worktree)."""
+    env = {**os.environ, **settings}
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def blas_info() -> list[dict[str, Any]]:
