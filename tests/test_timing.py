@@ -3,6 +3,8 @@
 Costs are powers of two so the fake clock's sums are exact in floating point.
 """
 
+import pytest
+
 from arraybench.timing import Timer, TimerConfig
 
 
@@ -83,3 +85,35 @@ def test_max_samples_caps_the_run(fake_clock):
                       max_samples=7, max_time=1000.0)
     t = Timer(fn, (), config=cfg, clock=fake_clock).run()
     assert t.measurement.n == 7
+
+
+class FakeDevice:
+    """A GPU stream on the fake clock: a launch costs the host `launch` seconds and queues a
+    kernel of `kernel` seconds behind the ones before; a sync waits for the queue, then `sync`."""
+
+    def __init__(self, clock, launch, kernel, sync):
+        self.clock, self.launch_s, self.kernel_s, self.sync_s = clock, launch, kernel, sync
+        self.free_at = 0.0
+
+    def fn(self):
+        start = max(self.clock(), self.free_at)
+        self.free_at = start + self.kernel_s
+        self.clock.advance(self.launch_s)
+
+    def sync(self, out):
+        self.clock.advance(max(0.0, self.free_at - self.clock()) + self.sync_s)
+
+
+def test_pipelined_timer_reports_device_time_and_the_synced_latency_apart(fake_clock):
+    dev = FakeDevice(fake_clock, launch=2**-20, kernel=2**-16, sync=2**-18)
+    cfg = TimerConfig(warmup_time=2**-8, min_sample_time=2**-8, overhead_factor=0, min_time=2**-5,
+                      min_samples=5, max_time=1.0)
+    piped = Timer(dev.fn, (), sync=dev.sync, config=cfg, clock=fake_clock, pipelined=True).run()
+    # Per call: the kernel, plus one sync shared by the block's calls.
+    loops = piped.measurement.loops
+    assert loops > 100
+    assert piped.measurement.median == pytest.approx(2**-16 + 2**-18 / loops, rel=1e-12)
+    assert piped.latency_s == 2**-16 + 2**-18
+    synced = Timer(dev.fn, (), sync=dev.sync, config=cfg, clock=fake_clock).run()
+    assert synced.measurement.median == 2**-16 + 2**-18  # every call waits for its own sync
+    assert synced.latency_s is None

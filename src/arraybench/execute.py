@@ -101,7 +101,7 @@ class CaseExecutor:
                 rec["build_s"] = time.perf_counter() - t0
 
                 sync = be.sync if be.asynchronous else None
-                timing = Timer(fn, args, sync=sync, config=config).run()
+                timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined).run()
             except Exception as e:
                 # Only the computation's own failures: a broken input or reference is an error.
                 reason = wl.unsupported_because(e, case.backend)
@@ -123,6 +123,7 @@ class CaseExecutor:
                 loops=m.loops,
                 warmup_calls=timing.warmup_calls,
                 overhead_s=timing.overhead_s,
+                latency_s=timing.latency_s,
                 max_abs_err=check.max_abs_err,
                 rel_err=check.rel_err,
                 tolerance=check.tolerance,

@@ -36,6 +36,7 @@ class Timing:
     warmup_calls: int
     overhead_s: float
     last_output: Any
+    latency_s: float | None = None  # one call + sync alone, median of a few (pipelined timers only)
 
 
 class Timer:
@@ -45,6 +46,12 @@ class Timer:
     which must never leak into steady state. Warm-up calls then estimate the per-call time,
     and calls are grouped `loops` at a time so a sample dwarfs the clock and sync overhead
     (a 1 µs NumPy add is timed in blocks of hundreds; a 1 s solve one call at a time).
+
+    `pipelined=True` (GPU backends) syncs once at the end of each block instead of after every
+    call, as a program that launches kernels back to back runs: the median is then the device's
+    time per call, what CUDA events measure, unless launching costs more than the kernel runs.
+    The synced cost of one call alone (launch, kernel, sync: what a caller that needs each result
+    at once pays) is then measured as well and returned as `latency_s`.
     """
 
     def __init__(
@@ -54,10 +61,12 @@ class Timer:
         sync: Callable[[Any], None] | None = None,
         config: TimerConfig | None = None,
         clock: Clock = time.perf_counter,
+        pipelined: bool = False,
     ) -> None:
         self.fn, self.args, self.sync = fn, args, sync
         self.config = config or TimerConfig()
         self.clock = clock
+        self.pipelined = pipelined and sync is not None
 
     def _block(self, loops: int) -> tuple[float, Any]:
         """Run `loops` synced calls; return the seconds they took and the last output.
@@ -67,11 +76,15 @@ class Timer:
         calls by ~15 % compared with timeit.
         """
         fn, args, sync, clock = self.fn, self.args, self.sync, self.clock
-        if sync is None:  # synchronous frameworks: no per-call no-op to inflate tiny timings
+        if sync is None or self.pipelined:
+            # Synchronous frameworks: no per-call no-op to inflate tiny timings. Pipelined:
+            # the one sync at the end waits for every call of the block (one stream, in order).
             t0 = clock()
             for _ in range(loops - 1):
                 fn(*args)
             out = fn(*args)
+            if sync is not None:
+                sync(out)
             return clock() - t0, out
         t0 = clock()
         for _ in range(loops - 1):
@@ -90,6 +103,17 @@ class Timer:
                 sync(out)
             best = min(best, clock() - t0)
         return max(best, 0.0)
+
+    def latency(self, calls: int = 21) -> float:
+        """Median wall time of one call followed by its sync, each call on its own."""
+        times = []
+        for _ in range(calls):
+            t0 = self.clock()
+            out = self.fn(*self.args)
+            if self.sync is not None:
+                self.sync(out)
+            times.append(self.clock() - t0)
+        return sorted(times)[len(times) // 2]
 
     def run(self) -> Timing:
         cfg, clock = self.config, self.clock
@@ -117,4 +141,5 @@ class Timer:
             enough = len(samples) >= cfg.min_samples and spent >= cfg.min_time
             if enough or len(samples) >= cfg.max_samples or (spent >= cfg.max_time and len(samples) >= 3):
                 break
-        return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out)
+        latency = self.latency() if self.pipelined else None
+        return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency)

@@ -132,6 +132,12 @@ class Backend:
         """Whether a call can return before its result exists (then the Timer syncs each call)."""
         return False
 
+    @property
+    def pipelined(self) -> bool:
+        """Whether calls queue on a device stream in order, so one sync at the end of a block of
+        calls waits for all of them (the Timer then syncs per block, as CUDA events time)."""
+        return self.asynchronous and self.device == "gpu"
+
     def sync(self, out: Any) -> None:
         """Block until `out` is computed. Called inside the timed region."""
 
