@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
-import shutil
 import socket
-import subprocess
 from typing import Any
+
+from arraybench import gpu
 
 FRAMEWORKS = {
     "numpy": ("numpy",),
@@ -35,19 +35,9 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def gpus() -> list[dict[str, str]]:
-    """NVIDIA GPUs as nvidia-smi reports them, without importing any framework."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    rows = [line.split(", ") for line in out.strip().splitlines() if line.strip()]
-    return [{"name": r[0], "memory": r[1], "driver": r[2]} for r in rows if len(r) == 3]
+def gpus() -> list[dict[str, Any]]:
+    """NVIDIA GPUs (model, driver, CUDA, compute capability, clocks, L2), without a framework."""
+    return gpu.devices()
 
 
 def versions() -> dict[str, str | None]:

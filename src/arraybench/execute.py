@@ -7,6 +7,7 @@ import time
 import traceback
 from typing import Any
 
+from arraybench import gpu
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
 from arraybench.timing import Timer, TimerConfig
@@ -58,12 +59,29 @@ def one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}".strip().rstrip(":")
 
 
+# L2-cold samples of a GPU case whose inputs fit in L2: each is one call after a flush.
+COLD_SAMPLES = 25
+
+
 class CaseExecutor:
     """Holds a loaded backend and caches references, so a worker can run many cases."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self._refs: dict[tuple[str, int, str], Any] = {}
+        self.l2_bytes = gpu.l2_bytes() if backend.pipelined else None
+        self.clocks = gpu.ClockWatch() if backend.pipelined else None
+
+    def gpu_figures(self, fn: Any, args: tuple, host: tuple, timed_on_host: bool) -> dict[str, Any]:
+        """Beside the hot median: the L2-cold figure where the inputs fit in L2, and the L2 size."""
+        be, l2 = self.backend, self.l2_bytes
+        in_bytes = sum(getattr(a, "nbytes", 0) for a in host)
+        out: dict[str, Any] = {"l2_bytes": l2, "input_bytes": in_bytes}
+        if not l2 or in_bytes > l2 or timed_on_host:
+            return out
+        cold = sorted(be.time_cold(fn, args, l2) for _ in range(COLD_SAMPLES))
+        out.update(cold_samples_s=cold, cold_median_s=cold[len(cold) // 2], cold_method=be.cold_method)
+        return out
 
     def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> Any:
         key = (case.workload, seed, case.dtype)
@@ -101,7 +119,13 @@ class CaseExecutor:
                 rec["build_s"] = time.perf_counter() - t0
 
                 sync = be.sync if be.asynchronous else None
+                if self.clocks:
+                    self.clocks.start()
                 timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined).run()
+                if self.clocks:
+                    rec["gpu_clock"] = self.clocks.stop()
+                if be.pipelined:
+                    rec.update(self.gpu_figures(fn, args, host, wl.host_args))
             except Exception as e:
                 # Only the computation's own failures: a broken input or reference is an error.
                 reason = wl.unsupported_because(e, case.backend)

@@ -4,6 +4,7 @@ Measured in a short-lived subprocess with the run's thread settings applied befo
 imported (as in a worker), so neither this process's thread pools nor its imports matter.
 `ARRAYBENCH_PEAKS=skip` leaves them out (tests, or a machine where 2 s matter);
 `ARRAYBENCH_PEAKS='{"matmul_gflops": {...}, "bandwidth_gbs": ...}'` states them instead.
+A run on the GPU adds the GPU's peaks under "gpu", measured the same way through CUDA events.
 """
 
 from __future__ import annotations
@@ -55,8 +56,83 @@ def _measure_here() -> dict[str, Any]:
     return {"matmul_gflops": gflops, "bandwidth_gbs": bandwidth}
 
 
-def measure(threads: int) -> dict[str, Any]:
-    """The peaks at `threads` threads, with how they were obtained; {"method": "skipped"} if off."""
+GPU_MATMUL_N = 8192
+GPU_COPY_BYTES = 2**30
+GPU_METHOD = (
+    f"best of CUDA-event-timed repeats over {BUDGET_S:g} s each: float32 (TF32 off) and float64 "
+    f"matmul of {GPU_MATMUL_N}² matrices (2·n³ FLOPs); device-to-device copy of "
+    f"{GPU_COPY_BYTES // 2**20} MiB (read + write bytes)"
+)
+
+
+def _measure_gpu_here() -> dict[str, Any]:
+    """GPU peaks through torch (or CuPy where torch has no CUDA), each timed by CUDA events."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ImportError
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+
+        def timer(fn: Any) -> float:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+            def once() -> None:
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                timings.append(start.elapsed_time(end) / 1e3)
+
+            timings: list[float] = []
+            _best(once)
+            return min(timings[1:])
+
+        zeros, randn, via = torch.empty, torch.randn, "torch"
+        dtypes = {"float32": torch.float32, "float64": torch.float64}
+        dev = {"device": "cuda"}
+    except ImportError:
+        import cupy
+
+        def timer(fn: Any) -> float:
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+
+            def once() -> None:
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                timings.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+
+            timings: list[float] = []
+            _best(once)
+            return min(timings[1:])
+
+        def randn(*shape: int, dtype: Any, **_: Any) -> Any:
+            return cupy.random.standard_normal(shape, dtype=dtype)
+
+        def zeros(*shape: int, dtype: Any, **_: Any) -> Any:
+            return cupy.empty(shape, dtype=dtype)
+
+        via, dtypes, dev = "cupy", {"float32": "float32", "float64": "float64"}, {}
+    gflops = {}
+    n = GPU_MATMUL_N
+    for name, dtype in dtypes.items():
+        a, b = randn(n, n, dtype=dtype, **dev), randn(n, n, dtype=dtype, **dev)
+        gflops[name] = 2.0 * n**3 / timer(lambda a=a, b=b: a @ b) / 1e9
+        del a, b
+    src = zeros(GPU_COPY_BYTES // 4, dtype=dtypes["float32"], **dev)
+    dst = zeros(GPU_COPY_BYTES // 4, dtype=dtypes["float32"], **dev)
+    copy = (lambda: dst.copy_(src)) if via == "torch" else (lambda: dst.__setitem__(Ellipsis, src))
+    bandwidth = 2.0 * GPU_COPY_BYTES / timer(copy) / 1e9
+    return {"matmul_gflops": gflops, "bandwidth_gbs": bandwidth, "via": via, "method": GPU_METHOD}
+
+
+def measure(threads: int, gpu: bool = False) -> dict[str, Any]:
+    """The peaks at `threads` threads, with how they were obtained; {"method": "skipped"} if off.
+
+    With `gpu`, the first GPU's peaks too, under the key "gpu" (same fields as the CPU's)."""
     setting = os.environ.get("ARRAYBENCH_PEAKS", "")
     if setting == "skip":
         return {"method": "skipped (ARRAYBENCH_PEAKS=skip)"}
@@ -69,25 +145,33 @@ def measure(threads: int) -> dict[str, Any]:
     from arraybench.backends.base import child_env, thread_env
 
     env = child_env(thread_env(threads))
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "arraybench.peaks", "--threads", str(threads)],
-            capture_output=True, text=True, env=env, timeout=120, check=True,
-        )
-        peaks = json.loads(proc.stdout)
-    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
-        return {"method": f"failed: {type(e).__name__}"}
-    return {**peaks, "threads": threads, "method": METHOD}
+
+    def probe(*flags: str) -> dict[str, Any]:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "arraybench.peaks", "--threads", str(threads), *flags],
+                capture_output=True, text=True, env=env, timeout=120, check=True,
+            )
+            return json.loads(proc.stdout)
+        except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
+            return {"method": f"failed: {type(e).__name__}"}
+
+    peaks = probe()
+    out = {**peaks, "threads": threads, "method": peaks.get("method", METHOD)}
+    if gpu:
+        out["gpu"] = probe("--gpu")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="arraybench.peaks")
     p.add_argument("--threads", type=int, required=True)
+    p.add_argument("--gpu", action="store_true", help="the first GPU's peaks instead of the CPU's")
     args = p.parse_args(argv)
     from arraybench.worker import pin_threads
 
     pin_threads(args.threads)  # before NumPy starts its BLAS threads, as in a worker
-    print(json.dumps(_measure_here()))
+    print(json.dumps(_measure_gpu_here() if args.gpu else _measure_here()))
     return 0
 
 

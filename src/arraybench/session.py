@@ -22,7 +22,7 @@ def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
         "arraybench_version": __version__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "settings": settings.to_dict(),
-        "environment": {**environment.collect(), "peaks": peaks.measure(settings.threads)},
+        "environment": {**environment.collect(), "peaks": peaks.measure(settings.threads, gpu="gpu" in settings.devices)},
         "plan_size": plan_size,
     }
 

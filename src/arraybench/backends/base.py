@@ -141,6 +141,24 @@ class Backend:
     def sync(self, out: Any) -> None:
         """Block until `out` is computed. Called inside the timed region."""
 
+    # --- GPU: L2-cold timing --------------------------------------------------------------
+    # How `time_cold` times a call: CUDA events where the framework exposes them.
+    cold_method: ClassVar[str] = "wall clock around one call and its sync"
+    _flush_buffer: Any = None
+
+    def flush_l2(self, nbytes: int) -> None:
+        """Write `nbytes` of device memory so that nothing of the previous call stays in L2."""
+        raise NotImplementedError
+
+    def time_cold(self, fn: Callable[..., Any], args: tuple[Any, ...], l2_bytes: int) -> float:
+        """Seconds of one call of `fn` with L2 flushed before it (nvbench's default figure)."""
+        import time
+
+        self.flush_l2(2 * l2_bytes)  # returns once the buffer is written
+        t0 = time.perf_counter()
+        self.sync(fn(*args))
+        return time.perf_counter() - t0
+
     def run_on_device(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """`fn`, with every op it creates placed on this backend's device.
 

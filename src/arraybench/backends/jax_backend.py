@@ -47,6 +47,8 @@ class JaxBackend(Backend):
         info["device_name"] = str(self.dev.device_kind)
         info["x64"] = bool(self.jax.config.jax_enable_x64)
         info["matmul_precision"] = str(self.jax.config.jax_default_matmul_precision)
+        if self.device == "gpu":
+            info["compute_capability"] = getattr(self.dev, "compute_capability", None)
         info["jaxlib"] = self.jax.lib.__version__ if hasattr(self.jax.lib, "__version__") else None
         # XLA's CPU pool follows PJRT_NPROC and the affinity mask; neither can be read back from JAX.
         info["threads_verified"] = min(
@@ -71,6 +73,10 @@ class JaxBackend(Backend):
 
     def sync(self, out: Any) -> None:
         self.jax.block_until_ready(out)
+
+    def flush_l2(self, nbytes: int) -> None:
+        # No in-place writes in JAX: a fresh buffer of `nbytes` written on the device does it.
+        self.jax.block_until_ready(self.jax.numpy.zeros(nbytes // 4, dtype="float32", device=self.dev))
 
     def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
         return self.jax.jit(fn)

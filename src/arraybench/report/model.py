@@ -98,6 +98,8 @@ def _derive(data: ReportData) -> None:
         r["gflops"] = r["flops"] / r["median_s"] / 1e9 if ok and r.get("flops") else None
         r["gbs"] = r["bytes"] / r["median_s"] / 1e9 if ok and r.get("bytes") else None
         peaks = data.peaks(r["machine"])
+        if r.get("device") == "gpu":  # a GPU case is judged by the GPU's own roofs
+            peaks = peaks.get("gpu") or {}
         flop_peak = (peaks.get("matmul_gflops") or {}).get(r.get("dtype"))
         bw_peak = peaks.get("bandwidth_gbs")
         r["pct_flop_peak"] = 100 * r["gflops"] / flop_peak if r["gflops"] and flop_peak else None
@@ -154,5 +156,7 @@ def peaks_text(peaks: dict[str, Any]) -> str:
     parts = [f"matmul {dt} {v:.3g} GFLOP/s" for dt, v in sorted(flops.items())]
     if peaks.get("bandwidth_gbs"):
         parts.append(f"streaming {peaks['bandwidth_gbs']:.3g} GB/s")
+    if isinstance(peaks.get("gpu"), dict) and peaks["gpu"].get("bandwidth_gbs"):
+        parts.append(f"GPU: {peaks_text(peaks['gpu'])}")
     how = peaks.get("method", "not recorded (results from before peaks were measured)")
     return "; ".join(parts) + f" ({how})" if parts else how

@@ -23,7 +23,7 @@ OPERATIONS = (
     elementwise.add, elementwise.mul, elementwise.sin,
     *matmul.ALL,
     grad.grad, fft.fft, sort.sort, poly.poly, selu.selu,
-    transfer.to_device, transfer.to_host,
+    *transfer.ALL,
     rng.rng,
     retrace.cached, retrace.new_shape,
 )

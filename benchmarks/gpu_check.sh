@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The catalogue on a CUDA GPU, NumPy on the CPU beside it for the ratios, then the timing checks.
+#
+#   benchmarks/gpu_check.sh [OUT_DIR]      (default benchmark_results/gpu-check)
+#
+# Writes OUT_DIR/float32/ (every built-in workload at its default sizes on cupy, torch and jax,
+# eager and jit, with results.jsonl and the report), OUT_DIR/float64/ (ten workloads' small sizes in float64),
+# OUT_DIR/gpu_timing.json (benchmarks/gpu_timing.py: CUDA events, dispatch cost, TF32, JAX copies)
+# and OUT_DIR/gpu_check.log. Runs from a source tree: PYTHON (default python3) needs numpy,
+# psutil, threadpoolctl, scipy, pandas, matplotlib and the GPU frameworks; nvidia-ml-py for clocks.
+# Sampling is shortened (--min-time 0.2, --max-time 2) so the whole check takes ~6 minutes on an H100.
+set -uo pipefail
+out=${1:-benchmark_results/gpu-check}
+py=${PYTHON:-python3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+mkdir -p "$out"
+status=0
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
+    "$py" -m arraybench env || status=1
+    "$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float32 \
+        --min-time 0.2 --max-time 2 --no-store --output-dir "$out/float32" || status=1
+    "$py" "$here/benchmarks/gpu_timing.py" --json "$out/gpu_timing.json" || status=1
+    "$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float64 --sizes small --workloads matmul,elementwise_add,elementwise_sin,fft,sort,poly,selu,grad,linreg,transfer_to_host \
+        --min-time 0.1 --max-time 1 --no-store --output-dir "$out/float64" || status=1
+    date -u
+} 2>&1 | tee "$out/gpu_check.log"
+exit $status
