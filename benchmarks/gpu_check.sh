@@ -16,15 +16,14 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$out"
 status=0
-{
-    date -u
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
-    "$py" -m arraybench env || status=1
-    "$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float32 \
-        --min-time 0.2 --max-time 2 --no-store --output-dir "$out/float32" || status=1
-    "$py" "$here/benchmarks/gpu_timing.py" --json "$out/gpu_timing.json" || status=1
-    "$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float64 --sizes small --workloads matmul,elementwise_add,elementwise_sin,fft,sort,poly,selu,grad,linreg,transfer_to_host \
-        --min-time 0.1 --max-time 1 --no-store --output-dir "$out/float64" || status=1
-    date -u
-} 2>&1 | tee "$out/gpu_check.log"
+exec > >(tee "$out/gpu_check.log") 2>&1
+date -u
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
+"$py" -m arraybench env || status=1
+"$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float32 \
+    --min-time 0.2 --max-time 2 --no-store --output-dir "$out/float32" || status=1
+"$py" "$here/benchmarks/gpu_timing.py" --json "$out/gpu_timing.json" || status=1
+"$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float64 --sizes small --workloads matmul,elementwise_add,elementwise_sin,fft,sort,poly,selu,grad,linreg,transfer_to_host \
+    --min-time 0.1 --max-time 1 --no-store --output-dir "$out/float64" || status=1
+date -u
 exit $status
