@@ -104,10 +104,11 @@ class Timer:
             best = min(best, clock() - t0)
         return max(best, 0.0)
 
-    def latency(self, calls: int = 21) -> float:
-        """Median wall time of one call followed by its sync, each call on its own."""
-        times = []
-        for _ in range(calls):
+    def latency(self, calls: int = 21, budget_s: float = 0.5) -> float:
+        """Median wall time of one call followed by its sync, each call on its own: `calls` of
+        them, or as many as `budget_s` allows (at least three), so a 4 s case stays affordable."""
+        times: list[float] = []
+        while len(times) < calls and (len(times) < 3 or sum(times) < budget_s):
             t0 = self.clock()
             out = self.fn(*self.args)
             if self.sync is not None:
