@@ -1,0 +1,155 @@
+"""GPU code paths that run without a GPU: clocks through a fake NVML, the L2-cold figure through a
+fake pipelined backend, CuPy's fused-kernel names through a fake CuPy, GPU peaks' failure path."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from arraybench import gpu
+from arraybench.backends.base import Backend
+from arraybench.backends.cupy_backend import CupyBackend
+from arraybench.case import Case
+from arraybench.execute import COLD_SAMPLES, CaseExecutor
+from arraybench.timing import TimerConfig
+
+
+def fake_nvml(monkeypatch, clocks, reasons=0):
+    """A pynvml whose SM clock reads `clocks` in turn and whose slowdown mask is `reasons`."""
+    reads = iter(clocks)
+    nv = types.SimpleNamespace(
+        NVML_CLOCK_SM=1,
+        nvmlInit=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda i: "gpu0",
+        nvmlDeviceGetClockInfo=lambda h, kind: next(reads),
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: reasons,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+
+
+def test_clock_watch_flags_a_clock_drop_and_slowdown_reasons(monkeypatch):
+    fake_nvml(monkeypatch, [1980, 1980])
+    watch = gpu.ClockWatch()
+    watch.start()
+    assert watch.stop() == {"sm_mhz_before": 1980, "sm_mhz_after": 1980, "reasons": [], "throttled": False}
+    fake_nvml(monkeypatch, [1980, 1500])
+    watch = gpu.ClockWatch()
+    watch.start()
+    assert watch.stop()["throttled"] is True
+    fake_nvml(monkeypatch, [1980, 1980], reasons=0x04 | 0x20)
+    watch = gpu.ClockWatch()
+    watch.start()
+    state = watch.stop()
+    assert state["reasons"] == ["SW power cap", "SW thermal slowdown"] and state["throttled"]
+
+
+def test_without_nvml_or_nvidia_smi_there_is_no_gpu_and_no_clock(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    monkeypatch.setattr(gpu.shutil, "which", lambda name: None)
+    assert gpu.devices() == []
+    watch = gpu.ClockWatch()
+    watch.start()
+    assert watch.stop() is None
+
+
+class FakeGpu(Backend):
+    """A pipelined backend on the CPU: NumPy arrays, a cold call that takes a known time."""
+
+    name = "numpy"
+
+    def __init__(self) -> None:
+        super().__init__(threads=1, dtype="float32", device="gpu")
+        self.cold_calls = 0
+
+    @property
+    def asynchronous(self) -> bool:
+        return True
+
+    def load(self) -> None:
+        pass
+
+    def time_cold(self, fn, args, l2_bytes):
+        self.cold_calls += 1
+        fn(*args)
+        return 1e-3 + self.cold_calls * 1e-6
+
+
+def run_case(executor, n):
+    case = Case(workload="elementwise_add", params=(("n", n),), backend="numpy", mode="eager",
+                dtype="float32", threads=1, device="gpu")
+    cfg = TimerConfig(warmup_time=0.0, min_time=0.0, min_samples=3, max_time=0.1)
+    return executor.run(case, cfg, run_seed=0)
+
+
+def test_a_gpu_case_whose_inputs_fit_in_l2_gets_a_cold_figure_beside_the_hot_one(monkeypatch):
+    fake_nvml(monkeypatch, [1980] * 10)
+    executor = CaseExecutor(FakeGpu())
+    executor.l2_bytes = 2**20
+    rec = run_case(executor, 1000)  # two float32 inputs of 4 kB
+    assert rec["status"] == "ok"
+    assert rec["latency_s"] > 0 and rec["input_bytes"] == 8000 and rec["l2_bytes"] == 2**20
+    assert len(rec["cold_samples_s"]) == COLD_SAMPLES
+    assert rec["cold_median_s"] == pytest.approx(1e-3 + (COLD_SAMPLES // 2 + 1) * 1e-6)
+    assert rec["gpu_clock"]["throttled"] is False
+    big = run_case(executor, 200_000)  # 1.6 MB of inputs: over this fake L2
+    assert big["status"] == "ok" and "cold_median_s" not in big
+
+
+def test_a_cpu_case_has_neither_latency_nor_cold_figure():
+    from arraybench.backends.numpy_backend import NumpyBackend
+
+    be = NumpyBackend(threads=1, dtype="float32")
+    be.load()
+    rec = CaseExecutor(be).run(
+        Case(workload="elementwise_add", params=(("n", 100),), backend="numpy", mode="eager",
+             dtype="float32", threads=1, device="cpu"),
+        TimerConfig(warmup_time=0.0, min_time=0.0, min_samples=3, max_time=0.1), run_seed=0,
+    )
+    assert rec["status"] == "ok" and rec["latency_s"] is None
+    assert "cold_median_s" not in rec and "gpu_clock" not in rec
+
+
+def test_cupy_fused_kernels_get_a_name_nvrtc_accepts():
+    names = []
+
+    def fuse(kernel_name=None):
+        names.append(kernel_name)
+        return lambda fn: fn
+
+    be = CupyBackend(threads=1, dtype="float32", device="gpu")
+    be.cupy = types.SimpleNamespace(fuse=fuse)
+
+    def poly(x):
+        return x * x
+
+    be.jit(lambda x: x + 1, "jit")  # "<lambda>" is no CUDA identifier: it failed to compile
+    be.jit(poly, "jit")
+    assert names == ["arraybench_fused", "poly"]
+
+
+def test_gpu_peaks_on_a_machine_without_a_gpu_say_they_failed(monkeypatch):
+    from arraybench import peaks
+
+    monkeypatch.delenv("ARRAYBENCH_PEAKS", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    out = peaks.measure(1, gpu=True)
+    assert out["matmul_gflops"]["float64"] > 0  # the CPU's peaks are still measured
+    assert out["gpu"]["method"].startswith("failed")
+
+
+def test_jax_device_to_host_copy_returns_the_data():
+    pytest.importorskip("jax")
+    import jax
+
+    from arraybench.backends.jax_backend import JaxBackend
+    from arraybench.workloads.transfer import to_host
+
+    be = JaxBackend(threads=1, dtype="float32")
+    be.load()
+    download = to_host.builder("jax", "eager")(be, n=4)
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    y = jax.device_put(x, be.dev)
+    assert np.array_equal(download(y), x) and np.array_equal(download(y), x)
