@@ -1,6 +1,10 @@
 # arraybench: `make bench` and `make test` set everything up on a fresh machine.
 PYTHON ?= python3.11
 VENV := .venv
+# PyTorch's CPU wheel index (see pytorch.org), for a pip that does not know it already:
+# constraints.txt pins torch's CPU wheel, which only that index has.
+TORCH_INDEX ?=
+PIP_INDEX := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
@@ -14,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found; run make PYTHON=/path/to/python3.11" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[all,dev]'
+	$(BIN)/pip install --quiet $(PIP_INDEX) -c constraints.txt -e '.[all,dev]'
 	touch $(STAMP)
 
 # Each run gets its own directory (a results directory is never overwritten: --resume finishes

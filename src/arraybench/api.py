@@ -16,7 +16,7 @@ import numpy as np
 
 from arraybench import pitfalls
 from arraybench.backends import BACKENDS, Backend, backend_class
-from arraybench.errors import UsageError
+from arraybench.errors import UsageError, require_linux
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
 
@@ -308,6 +308,7 @@ def run(
     from arraybench.runner import Progress
     from arraybench.timing import TimerConfig
 
+    require_linux()
     names, source = _resolve(workloads)
     timer = {"min_time": min_time, "max_time": max_time, "min_samples": min_samples}
     settings = RunSettings(
