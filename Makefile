@@ -21,15 +21,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet $(PIP_INDEX) -c constraints.txt -e '.[all,dev]'
 	touch $(STAMP)
 
-# Each run gets its own directory (a results directory is never overwritten: --resume finishes
-# an interrupted one); benchmark_results/latest points at the newest.
+# Each run gets its own directory, benchmark_results/<run id>, and benchmark_results/latest
+# points at the newest (the CLI does both; --resume finishes an interrupted run).
 bench: venv
-	@out=benchmark_results/$$(date +%Y%m%d-%H%M%S); mkdir -p benchmark_results; \
-	ln -sfn $$(basename $$out) benchmark_results/latest; \
-	$(BIN)/arraybench run --output-dir $$out
+	$(BIN)/arraybench run
 
 quick: venv
-	$(BIN)/arraybench run --quick --output-dir benchmark_results/quick
+	$(BIN)/arraybench run --quick
 
 # The report's browser test loads report.html in Debian's chromium: installed once, quick after.
 browser:

@@ -1,5 +1,6 @@
 """Installing arraybench: the wheel's metadata, the one version, the licence, Linux only."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,9 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def wheel_metadata(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy, so the build's by-products (egg-info, build/) stay out of the checkout.
+    tree = out / "tree"
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tree / name)
+    shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     # No build isolation: the venv's setuptools (a dev dependency) builds it, no index needed.
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out), str(ROOT)], check=True, capture_output=True)
+                    "-w", str(out), str(tree)], check=True, capture_output=True)
     (whl,) = out.glob("arraybench-*.whl")
     with zipfile.ZipFile(whl) as z:
         names = z.namelist()
