@@ -196,6 +196,9 @@ def test_pyproject_tool_arraybench_sets_run_defaults(tmp_path, monkeypatch):
     assert settings.timer.min_time == 0.25
     args = build_parser().parse_args(["run", "--workloads", "linreg", "--threads", "2"])
     assert settings_from_args(args).threads == 2  # the command line wins
+    run = build_parser()._subparsers._group_actions[0].choices["run"]  # noqa: SLF001
+    help_text = "".join(run.format_help().split())  # argparse wraps long paths, even inside words
+    assert f"here0.25from{tmp_path / 'pyproject.toml'}".replace(" ", "") in help_text  # the true default
 
 
 @pytest.mark.parametrize("table, message", [

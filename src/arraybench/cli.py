@@ -165,6 +165,7 @@ def apply_config(run: argparse.ArgumentParser, config: tuple[Path | None, dict[s
             value = ",".join(str(v) for v in value)
         # A string default goes through the option's type (argparse does that), so it is checked.
         defaults[dest] = value if isinstance(value, bool) else str(value)
+        action.help = f"{action.help}; here {value} from {path}"
     run.set_defaults(**defaults)
 
 
