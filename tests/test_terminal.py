@@ -57,3 +57,12 @@ def test_the_progress_bar_shows_count_eta_and_the_last_result(no_tty_env):
     text = out.getvalue()
     assert "2/2" in text and "ETA" in text and "linreg[2] jax-eager" in text and "CRASHED" in text
     assert bar.bar.finished and not bar.bar.live.is_started  # stopped itself at the last case
+
+
+def test_an_interrupted_run_leaves_no_bar_redrawing(no_tty_env):
+    no_tty_env.setenv("TTY_COMPATIBLE", "1")
+    with pytest.raises(KeyboardInterrupt), terminal.progress_display(io.StringIO()) as on_start:
+        bar = on_start(3)
+        assert bar.bar.live.is_started
+        raise KeyboardInterrupt
+    assert not bar.bar.live.is_started

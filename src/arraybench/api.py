@@ -309,9 +309,8 @@ def run(
     to the results store `store` (as `arraybench run` does; None for none), so `arraybench
     history` lists notebook runs too and `compare("latest", ...)` finds them.
     """
-    from arraybench import session
+    from arraybench import session, terminal
     from arraybench.plan import RunSettings
-    from arraybench.terminal import progress as progress_display
     from arraybench.timing import TimerConfig
 
     require_linux()
@@ -334,9 +333,10 @@ def run(
         settings.threads = threads
     out_dir = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="arraybench-"))
     store_path = Path(store) if store is not None else None
-    if progress:
-        return session.execute(settings, out_dir, on_start=progress_display, store=store_path)
-    return session.execute(settings, out_dir, store=store_path)
+    if not progress:
+        return session.execute(settings, out_dir, store=store_path)
+    with terminal.progress_display() as on_start:
+        return session.execute(settings, out_dir, on_start=on_start, store=store_path)
 
 
 def compare(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from arraybench import __version__, cluster, comparison, formats, store, suites, terminal
-from arraybench.errors import UsageError
+from arraybench.errors import UsageError, unknown
 from arraybench.limits import memory_size
 from arraybench.plan import default_threads
 from arraybench.results import FAILED
@@ -154,8 +154,6 @@ def apply_config(run: argparse.ArgumentParser, config: tuple[Path | None, dict[s
         dest = key.replace("-", "_")
         action = options.get(dest)
         if action is None or dest == "resume":
-            from arraybench.errors import unknown
-
             raise unknown(f"key in {path} [tool.arraybench]", key,
                           [d.replace("_", "-") for d in options if d != "resume"])
         if isinstance(value, bool) != (action.nargs == 0):
@@ -241,24 +239,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = None if args.resume else settings_from_args(args)
     store_path = store.store_path(args)
 
-    bars: list[Any] = []
-
-    def on_start(n: int) -> Any:
-        print(f"arraybench {__version__}: {n} cases -> {out_dir / 'results.jsonl'}", file=sys.stderr)
-        if not args.resume and args.output_dir is None:
-            point_latest(out_dir)
-        bars.append(terminal.progress(n))
-        return bars[-1]
-
     try:
-        with sigterm_as_interrupt():
+        with sigterm_as_interrupt(), terminal.progress_display() as show_progress:
+
+            def on_start(n: int) -> Any:
+                print(f"arraybench {__version__}: {n} cases -> {out_dir / 'results.jsonl'}", file=sys.stderr)
+                if not args.resume and args.output_dir is None:
+                    point_latest(out_dir)
+                return show_progress(n)
+
             results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
                                       store=store_path, make_runner=cluster.runner_from_args(args),
                                       run_id=rid)
     except KeyboardInterrupt as e:
-        for bar in bars:
-            if isinstance(bar, terminal.ProgressBar):
-                bar.close()
         from arraybench.results import load_results
 
         kept = len(load_results(out_dir).records) if (out_dir / "results.jsonl").exists() else 0

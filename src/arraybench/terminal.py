@@ -7,6 +7,8 @@ rich's Console honours NO_COLOR (layout kept, colour dropped) and TERM=dumb.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -69,6 +71,27 @@ class ProgressBar:
     def close(self) -> None:
         """Stop redrawing (at the end, and on Ctrl-C or SIGTERM before the resume hint is printed)."""
         self.bar.stop()
+
+
+@contextmanager
+def progress_display(stream: TextIO | None = None) -> Iterator[Callable[[int], Callable[[dict[str, Any]], None]]]:
+    """An `on_start` for session.execute: a progress display for each run started in the block.
+
+    Every rich bar is stopped when the block ends, however it ends: a run with nothing left to
+    do never finishes its bar, and after Ctrl-C no bar may redraw over the resume hint.
+    """
+    bars: list[ProgressBar | Progress] = []
+
+    def on_start(total: int) -> ProgressBar | Progress:
+        bars.append(progress(total, stream))
+        return bars[-1]
+
+    try:
+        yield on_start
+    finally:
+        for bar in bars:
+            if isinstance(bar, ProgressBar):
+                bar.close()
 
 
 def progress(total: int, stream: TextIO | None = None) -> ProgressBar | Progress:
