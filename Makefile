@@ -1,6 +1,10 @@
 # arraybench: `make bench` and `make test` set everything up on a fresh machine.
 PYTHON ?= python3.11
 VENV := .venv
+# PyTorch's CPU wheel index (see pytorch.org), for a pip that does not know it already:
+# constraints.txt pins torch's CPU wheel, which only that index has.
+TORCH_INDEX ?=
+PIP_INDEX := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
@@ -14,18 +18,16 @@ $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make: $(PYTHON) not found; run make PYTHON=/path/to/python3.11" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[all,dev]'
+	$(BIN)/pip install --quiet $(PIP_INDEX) -c constraints.txt -e '.[all,dev]'
 	touch $(STAMP)
 
-# Each run gets its own directory (a results directory is never overwritten: --resume finishes
-# an interrupted one); benchmark_results/latest points at the newest.
+# Each run gets its own directory, benchmark_results/<run id>, and benchmark_results/latest
+# points at the newest (the CLI does both; --resume finishes an interrupted run).
 bench: venv
-	@out=benchmark_results/$$(date +%Y%m%d-%H%M%S); mkdir -p benchmark_results; \
-	ln -sfn $$(basename $$out) benchmark_results/latest; \
-	$(BIN)/arraybench run --output-dir $$out
+	$(BIN)/arraybench run
 
 quick: venv
-	$(BIN)/arraybench run --quick --output-dir benchmark_results/quick
+	$(BIN)/arraybench run --quick
 
 # The report's browser test loads report.html in Debian's chromium: installed once, quick after.
 browser:

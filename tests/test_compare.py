@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.case import Case
-from arraybench.compare import FASTER, NOISY, SAME, SLOWER, compare_samples
+from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare_samples
 from arraybench.execute import blank_record
 from arraybench.results import ResultsWriter
 

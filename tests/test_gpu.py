@@ -46,6 +46,33 @@ def test_clock_watch_flags_a_clock_drop_and_slowdown_reasons(monkeypatch):
     assert state["reasons"] == ["SW power cap", "SW thermal slowdown"] and state["throttled"]
 
 
+def test_gpu_facts_come_from_nvml_where_nvidia_ml_py_is_installed(monkeypatch):
+    clocks = {1: 1755, 2: 2619}
+    nv = types.SimpleNamespace(
+        NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2,
+        nvmlInit=lambda: None,
+        nvmlSystemGetDriverVersion=lambda: "580.159.04",
+        nvmlSystemGetCudaDriverVersion_v2=lambda: 13000,
+        nvmlDeviceGetCount=lambda: 1,
+        nvmlDeviceGetHandleByIndex=lambda i: f"gpu{i}",
+        nvmlDeviceGetCudaComputeCapability=lambda h: (9, 0),
+        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3",
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=81559 * 2**20),
+        nvmlDeviceGetMaxClockInfo=lambda h, kind: {1: 1980, 2: 2619}[kind],
+        nvmlDeviceGetClockInfo=lambda h, kind: clocks[kind],
+        nvmlDeviceGetEnforcedPowerLimit=lambda h: 700_000,
+        nvmlDeviceGetPersistenceMode=lambda h: 1,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    monkeypatch.setattr(gpu, "l2_bytes", lambda index=0: 50 * 2**20)
+    (dev,) = gpu.devices()
+    assert dev == {
+        "name": "NVIDIA H100 80GB HBM3", "memory": "81559 MiB", "driver": "580.159.04", "cuda_driver": "13.0",
+        "compute_capability": "9.0", "sm_clock_max_mhz": 1980, "mem_clock_max_mhz": 2619, "sm_clock_mhz": 1755,
+        "power_limit_w": 700.0, "persistence_mode": True, "l2_bytes": 50 * 2**20, "source": "nvml",
+    }
+
+
 def test_without_nvml_or_nvidia_smi_there_is_no_gpu_and_no_clock(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
     monkeypatch.setattr(gpu.shutil, "which", lambda name: None)

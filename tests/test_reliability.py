@@ -18,7 +18,14 @@ import pytest
 from conftest import TINY, read_jsonl
 
 from arraybench.backends import BACKENDS
-from arraybench.cli import EXIT_FAILED_CASES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
+from arraybench.cli import (
+    EXIT_FAILED_CASES,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    main,
+)
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import atomic_write_text, load_results
@@ -373,7 +380,7 @@ def test_the_readme_documents_every_exit_code():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     table = readme.split("## Exit codes")[1].split("\n## ")[0]
     documented = {int(c) for c in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
-    assert documented == {EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED}
+    assert documented == {EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED}
 
 
 def test_the_install_hint_of_every_framework_names_a_real_extra():

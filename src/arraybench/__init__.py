@@ -6,14 +6,15 @@ from arraybench.case import Case
 from arraybench.errors import UsageError
 
 if TYPE_CHECKING:
-    from arraybench.api import run, workload
+    from arraybench.api import compare, run, workload
     from arraybench.store import load
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written: pyproject.toml reads it from here
 
-__all__ = ["Case", "UsageError", "__version__", "load", "run", "workload"]
+__all__ = ["Case", "UsageError", "__version__", "compare", "load", "run", "workload"]
 
-_LAZY = {"run": "arraybench.api", "workload": "arraybench.api", "load": "arraybench.store"}
+_LAZY = {"run": "arraybench.api", "workload": "arraybench.api", "compare": "arraybench.api",
+         "load": "arraybench.store"}
 
 
 def __getattr__(name: str) -> Any:

@@ -16,12 +16,15 @@ import numpy as np
 
 from arraybench import pitfalls
 from arraybench.backends import BACKENDS, Backend, backend_class
-from arraybench.errors import UsageError
+from arraybench.errors import UsageError, require_linux
+from arraybench.results import Results
+from arraybench.run_ids import run_id
+from arraybench.store import DEFAULT_PATH
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
 
 if TYPE_CHECKING:
-    from arraybench.results import Results
+    from arraybench.comparison import Comparison
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -296,18 +299,21 @@ def run(
     min_samples: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    store: str | os.PathLike[str] | None = DEFAULT_PATH,
 ) -> Results:
     """Measure workloads as `arraybench run` does and return the results (`.to_dataframe()`).
 
     `workloads`: built-in names, a `.py` file (all its workloads) or workloads defined in
     one. The results file goes to `output_dir` (a new temporary directory by default, see
-    `results.path`), where `arraybench report` and `compare` read it.
+    `results.path`), where `arraybench report` and `compare` read it. The run is also added
+    to the results store `store` (as `arraybench run` does; None for none), so `arraybench
+    history` lists notebook runs too and `compare("latest", ...)` finds them.
     """
-    from arraybench import session
+    from arraybench import session, terminal
     from arraybench.plan import RunSettings
-    from arraybench.runner import Progress
     from arraybench.timing import TimerConfig
 
+    require_linux()
     names, source = _resolve(workloads)
     timer = {"min_time": min_time, "max_time": max_time, "min_samples": min_samples}
     settings = RunSettings(
@@ -326,6 +332,25 @@ def run(
     if threads is not None:
         settings.threads = threads
     out_dir = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="arraybench-"))
-    if progress:
-        return session.execute(settings, out_dir, on_start=Progress)
-    return session.execute(settings, out_dir)
+    store_path = Path(store) if store is not None else None
+    if not progress:
+        return session.execute(settings, out_dir, store=store_path)
+    with terminal.progress_display() as on_start:
+        return session.execute(settings, out_dir, on_start=on_start, store=store_path)
+
+
+def compare(
+    base: str | os.PathLike[str] | Results,
+    new: str | os.PathLike[str] | Results,
+    *,
+    threshold: float = 0.05,
+    store: str | os.PathLike[str] = DEFAULT_PATH,
+) -> Comparison:
+    """Compare two runs as `arraybench compare` does: each a Results, a results file or a stored
+    run id (`latest` too). The Comparison's `cases` hold a verdict per case; print it for the table."""
+    from arraybench.comparison import compare as compare_results
+    from arraybench.store import load
+
+    sides = [side if isinstance(side, Results) else load(side, store) for side in (base, new)]
+    names = tuple(f"run {run_id(s.header)}" for s in sides)
+    return compare_results(*sides, threshold=threshold, names=names)  # type: ignore[arg-type]

@@ -43,6 +43,15 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                      help="with --cluster: only these Dask workers (names, hosts or addresses, comma-separated)")
 
 
+def local_threads(address: str | None) -> int | None:
+    """--threads when none is given with --cluster local:N: the usable cores shared N ways, so the
+    N cases running at once never share a core; None for any other cluster (and for none)."""
+    if address is None or not address.startswith("local"):
+        return None
+    target = ClusterTarget.parse(address)
+    return max(1, default_threads() // (target.local_workers or 1))
+
+
 def runner_from_args(args: argparse.Namespace) -> Callable[..., CaseRunner]:
     """Runner for a local run; ClusterRunner, built the same way, for `--cluster`."""
     if args.on and not args.cluster:
@@ -52,7 +61,7 @@ def runner_from_args(args: argparse.Namespace) -> Callable[..., CaseRunner]:
     target = ClusterTarget.parse(args.cluster, args.on)
     # Refuse what cannot run before the results file exists, so the fixed command can reuse it.
     if not args.resume:
-        target.cpu_slices(args.threads or default_threads())
+        target.cpu_slices(args.threads or local_threads(args.cluster) or default_threads())
     if target.address is not None:
         with target.client() as client:
             target.workers(client)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import shutil
 import socket
+import subprocess
 from typing import Any
 
 from arraybench import gpu
@@ -23,6 +25,17 @@ FRAMEWORKS = {
     "array-api-compat": ("array-api-compat",),
 }
 
+# Environment variables that change how frameworks thread, compile, allocate or round: every
+# one set when a run starts is recorded (a stray KMP_AFFINITY or NUMBA_OPT explains a number).
+ENV_PREFIXES = (
+    "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "GOTO_", "BLIS_", "VECLIB_", "NUMEXPR_", "TBB_",
+    "ONEDNN_", "DNNL_", "NUMBA_", "XLA_", "JAX_", "PJRT_", "TF_", "TORCH", "PYTORCH_", "CUDA_",
+    "CUBLAS_", "NVIDIA_", "CUPY_", "MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD",
+)
+# The instruction-set extensions that decide which kernels a BLAS or a JIT can use.
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+              "avx512_fp16", "amx_tile", "amx_bf16", "asimd", "sve", "sve2")
+
 
 def cpu_model() -> str:
     try:
@@ -33,6 +46,68 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_flags() -> list[str]:
+    """The SIMD extensions this CPU has (of SIMD_FLAGS), from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    have = set(line.split(":", 1)[1].split())
+                    return [flag for flag in SIMD_FLAGS if flag in have]
+    except OSError:
+        pass
+    return []
+
+
+def cpu_frequency() -> dict[str, Any]:
+    """Current, minimum and maximum clock (MHz) and the frequency governor, where Linux says.
+
+    A `powersave` governor or a current clock far below the maximum makes every number slower.
+    """
+    import psutil
+
+    out: dict[str, Any] = {"governor": None, "current_mhz": None, "min_mhz": None, "max_mhz": None}
+    try:
+        freq = psutil.cpu_freq()
+    except (OSError, NotImplementedError):
+        freq = None
+    if freq is not None:
+        out.update(current_mhz=round(freq.current), min_mhz=round(freq.min) or None,
+                   max_mhz=round(freq.max) or None)
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") as f:
+            out["governor"] = f.read().strip() or None
+    except OSError:
+        pass
+    return out
+
+
+def settings_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables of `environ` (default: this process's) that change results (ENV_PREFIXES)."""
+    environ = dict(os.environ) if environ is None else environ
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
+
+
+def git_commit(cwd: str | None = None) -> dict[str, Any] | None:
+    """The commit checked out in the working directory, and whether files differ from it.
+
+    The code under test is usually the user's own checkout: a result without its commit
+    cannot be matched to the code that produced it. None outside a git work tree.
+    """
+    if shutil.which("git") is None:
+        return None
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
 def gpus() -> list[dict[str, Any]]:
@@ -69,8 +144,10 @@ def collect() -> dict[str, Any]:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "versions": versions(),
+        "cpu_flags": cpu_flags(),
+        "cpu_frequency": cpu_frequency(),
         "gpus": gpus(),
-        "env": {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "OMP_", "MKL_", "XLA_", "JAX_", "TF_", "CUDA_", "PJRT_"))},
+        "env": settings_env(),
     }
 
 

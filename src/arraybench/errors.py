@@ -1,6 +1,7 @@
 """Errors a user can cause: the CLI prints them on one line and exits with code 2."""
 
 import difflib
+import sys
 from collections.abc import Iterable
 
 
@@ -18,3 +19,10 @@ def unknown(kind: str, name: str, valid: Iterable[str]) -> UsageError:
     """A UsageError for an unknown name, suggesting the closest valid one."""
     valid = sorted(valid)
     return UsageError(f"unknown {kind} {name!r}{did_you_mean(name, valid)} (valid: {', '.join(valid)})")
+
+
+def require_linux() -> None:
+    """Refuse other systems in one line: workers are pinned with sched_setaffinity, files locked with fcntl."""
+    if not sys.platform.startswith("linux"):
+        raise UsageError(f"arraybench runs on Linux only (it pins worker processes to CPUs and locks "
+                         f"results files with Linux calls); this system is {sys.platform!r}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from arraybench.backends import BACKENDS, backend_class
@@ -101,9 +101,14 @@ def build_plan(s: RunSettings) -> list[Case]:
     """
     s.validate()
     if s.suite is not None:
-        from arraybench.suites import suite_plan
+        from arraybench.suites import suite_parts
 
-        return suite_plan(s)
+        cases: list[Case] = []
+        for part in suite_parts(s.suite, s.dtype):
+            sub = replace(s, suite=None, workloads=list(part.workloads), sizes=list(part.sizes),
+                          dtype=part.dtype, params={**dict(part.params), **s.params})
+            cases += [c for c in build_plan(sub) if c not in cases]
+        return cases
     workloads = [resolve_workload(name, s.workload_file) for name in s.workloads]
     known = {p for wl in workloads for p in wl.defaults}
     for name in sorted(set(s.params) - known):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import secrets
 import tempfile
@@ -57,6 +58,17 @@ class Results:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r["id"]: r for r in self.records}
 
+    def __repr__(self) -> str:
+        from arraybench.notebook import short_repr
+
+        return short_repr(self.header, list(self.latest().values()), self.path)
+
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: a table per workload, a heatmap of the speedup over NumPy."""
+        from arraybench.notebook import results_html
+
+        return results_html(self.header, list(self.latest().values()))
+
     def to_dataframe(self) -> Any:
         """A pandas DataFrame, one row per case (its latest record), in flat columns.
 
@@ -69,7 +81,7 @@ class Results:
         except ImportError:
             raise UsageError("to_dataframe needs pandas (pip install 'arraybench[report]')") from None
         from arraybench.environment import fingerprint
-        from arraybench.store import run_id
+        from arraybench.run_ids import run_id
 
         rid, machine = run_id(self.header), fingerprint(self.environment)
         return pd.DataFrame(
@@ -118,7 +130,7 @@ class ResultsWriter:
         raise UsageError(message)
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self._f.write(json.dumps(obj, default=_jsonable, allow_nan=True) + "\n")
+        self._f.write(json.dumps(finite(obj), default=str, allow_nan=False) + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())
 
@@ -133,12 +145,17 @@ class ResultsWriter:
         self._f.close()
 
 
-def _jsonable(o: Any) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    return str(o)
+def finite(obj: Any) -> Any:
+    """`obj` with NaN and infinities as None: JSON has no token for them, and readers expect null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    if hasattr(obj, "tolist"):  # NumPy scalars and arrays
+        return finite(obj.tolist())
+    return obj
 
 
 def _drop_torn_tail(path: Path) -> None:

@@ -11,16 +11,18 @@ from arraybench import __version__, environment, peaks
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
+from arraybench.run_ids import new_run_id
 from arraybench.runner import CaseRunner, Runner
-from arraybench.store import Store, new_run_id, recording
+from arraybench.store import Store, recording
 
 
-def new_header(settings: RunSettings, plan_size: int) -> dict[str, Any]:
+def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
-        "run_id": new_run_id(),
+        "run_id": run_id or new_run_id(),
         "arraybench_version": __version__,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git": environment.git_commit(),
         "settings": settings.to_dict(),
         "environment": {**environment.collect(), "peaks": peaks.measure(settings.threads, gpu="gpu" in settings.devices)},
         "plan_size": plan_size,
@@ -47,6 +49,7 @@ def execute(
     on_start: Callable[[int], Callable[[dict[str, Any]], None]] = lambda n: (lambda r: None),
     store: Path | None = None,
     make_runner: Callable[..., CaseRunner] = Runner,
+    run_id: str | None = None,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
@@ -54,6 +57,7 @@ def execute(
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
     already on disk. With `store`, each record is also added to that results store as it lands.
     `make_runner` is called like Runner: cluster.ClusterRunner runs the cases on Dask workers.
+    `run_id` names a new run (the CLI names its output directory after it).
     """
     done: set[str] = set()
     if resume:
@@ -62,7 +66,7 @@ def execute(
         raise ValueError("execute() needs settings unless it resumes")
     plan = build_plan(settings)
     todo = [c for c in plan if c.id not in done]
-    header = None if resume else new_header(settings, len(plan))
+    header = None if resume else new_header(settings, len(plan), run_id)
     if store is not None:
         Store(store).close()  # an unusable --store fails here, before the results file exists
     writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)

@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
+import dataclasses
 import json
-import secrets
 import sqlite3
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arraybench import environment
+from arraybench import environment, exports, formats
 from arraybench.errors import UsageError
-from arraybench.results import FAILED, Results, ResultsWriter, load_results
+from arraybench.results import (
+    FAILED,
+    Results,
+    ResultsWriter,
+    atomic_write_text,
+    finite,
+    flat_record,
+    load_results,
+)
+from arraybench.run_ids import run_id
 
 DEFAULT_PATH = Path(".arraybench") / "results.db"
 # Two runs writing at once take turns; a writer waits this long for the other's insert.
@@ -58,20 +65,6 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
 ]
 SCHEMA = len(MIGRATIONS)
-
-
-def new_run_id() -> str:
-    """Sortable by time, typeable as a prefix, and unique even for runs started in the same second."""
-    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-def run_id(header: dict[str, Any]) -> str:
-    """The header's run id; files written before runs had ids get one derived from their header."""
-    if header.get("run_id"):
-        return str(header["run_id"])
-    started = "".join(ch for ch in str(header.get("started", "")) if ch.isdigit())[:14]
-    digest = hashlib.sha1(json.dumps(header, sort_keys=True, default=str).encode()).hexdigest()[:6]
-    return f"{started[:8]}-{started[8:]}-{digest}"
 
 
 @dataclass(frozen=True)
@@ -230,7 +223,7 @@ class Store:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, default=str, allow_nan=True)
+    return json.dumps(finite(obj), default=str, allow_nan=False)
 
 
 def recording(store: Path, results_path: Path, then: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -261,8 +254,8 @@ def recording(store: Path, results_path: Path, then: Callable[[dict[str, Any]], 
 
 def load(ref: str | Path, store: str | Path | None = None) -> Results:
     """A results file (or a directory holding one) or a stored run (id, unique prefix, `latest`)."""
-    if Path(ref).exists():
-        return load_results(ref)
+    if Path(ref).exists() or "/" in str(ref) or str(ref).endswith(".jsonl"):
+        return load_results(ref)  # a path: its own error (missing, empty...) says more
     path = Path(store) if store is not None else DEFAULT_PATH
     if not path.exists():
         raise UsageError(f"{str(ref)!r} is neither a results file nor a stored run (no results store at {str(path)!r})")
@@ -285,11 +278,16 @@ def add_parsers(sub: Any) -> None:
     """`history`, `show`, `export` and `import`."""
     store_help = f"results store (default {DEFAULT_PATH})"
     hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases")
+    formats.add_option(hist)
     show = sub.add_parser("show", help="a stored run's tables")
     show.add_argument("run", help="run id (or a unique prefix, or latest)")
-    exp = sub.add_parser("export", help="write a stored run as a results file")
-    exp.add_argument("run", help="run id (or a unique prefix, or latest)")
-    exp.add_argument("-o", "--output", required=True, metavar="FILE.jsonl")
+    formats.add_option(show)
+    exp = sub.add_parser("export", help="write a run as a results file, or for a benchmarking dashboard")
+    exp.add_argument("run", help="run id (or a unique prefix, or latest), or a results file")
+    exp.add_argument("-o", "--output", required=True, metavar="FILE")
+    exp.add_argument("--format", choices=exports.FORMATS, default="jsonl",
+                     help="jsonl: a results file (default); pytest-benchmark: its JSON, for tools that "
+                          "read it; bmf: the Bencher Metric Format (latency in ns)")
     imp = sub.add_parser("import", help="add results files to the store")
     imp.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
     for p in (hist, show, exp, imp):
@@ -297,29 +295,51 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from arraybench.report.table import text_table
+    from arraybench import terminal
 
     with Store(args.store, create=False) as st:
         runs = st.runs()
     if not runs:
         print(f"no runs in {args.store}")
         return 0
+    if args.format != "text":
+        print(formats.render_rows([dataclasses.asdict(r) for r in runs], args.format), end="")
+        return 0
     header = ["run", "started", "machine", "backends", "cases"]
     rows = [[r.id, r.started, r.machine, ",".join(r.backends),
              f"{r.cases}" + (f" ({r.failed} failed)" if r.failed else "")] for r in runs]
-    print(text_table(header, rows))
+    terminal.print_table(header, rows)
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from arraybench.report.table import render_text
+    from arraybench import terminal
+    from arraybench.report.table import render_markdown, tables
 
     with Store(args.store, create=False) as st:
         res = st.load(args.run)
+    records = list(res.latest().values())
+    if args.format == "json":
+        print(formats.json_text({"header": res.header, "records": records}), end="")
+        return 0
+    if args.format == "csv":
+        print(formats.render_rows([flat_record(r) for r in records], "csv"), end="")
+        return 0
     s = res.settings
-    print(f"run {run_id(res.header)}  started {res.header.get('started')}  arraybench {res.header.get('arraybench_version')}")
-    print(f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}\n")
-    print(render_text(list(res.latest().values())) if res.records else "no cases recorded")
+    lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  arraybench {res.header.get('arraybench_version')}",
+             f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}"]
+    if args.format == "markdown":
+        print("\n".join([f"## {lines[0]}", "", lines[1]]) + "\n")
+        print(render_markdown(records) if records else "no cases recorded")
+        return 0
+    print("\n".join(lines) + "\n")
+    if not records:
+        print("no cases recorded")
+    for i, (title, header, rows, notes) in enumerate(tables(records)):
+        print("" if i == 0 else "\n", end="")
+        terminal.print_table(header, rows, title)
+        for note in notes:
+            print(f"  {note}")
     return 0
 
 
@@ -327,8 +347,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists():
         raise UsageError(f"{str(out)!r} already exists; choose another -o")
-    with Store(args.store, create=False) as st:
-        res = st.load(args.run)
+    res = load(args.run, args.store)
+    if args.format != "jsonl":
+        data = exports.pytest_benchmark(res) if args.format == "pytest-benchmark" else exports.bmf(res)
+        try:
+            atomic_write_text(out, formats.json_text(data))
+        except OSError as e:
+            raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
+        print(f"run {run_id(res.header)}: {len(exports.correct_records(res))} correct cases -> {out} "
+              f"({args.format})", file=sys.stderr)
+        return 0
     try:
         writer = ResultsWriter(out, res.header)
     except OSError as e:

@@ -1,4 +1,4 @@
-"""Suites: named sets of runs (`--quick`, `--preset seeds`), each part with its own sizes and dtype.
+"""Suites: named sets of runs (`--quick`, `--suite seeds`), each part with its own sizes and dtype.
 
 A suite is recorded in the results header as `RunSettings.suite`, so `--resume` rebuilds the
 same plan. `--backends`, `--modes`, `--threads`, `--devices` and `--params` still apply; the
@@ -10,15 +10,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arraybench.errors import UsageError, unknown
 from arraybench.timing import TimerConfig
 from arraybench.workloads import WORKLOADS
-
-if TYPE_CHECKING:
-    from arraybench.case import Case
-    from arraybench.plan import RunSettings
 
 
 @dataclass(frozen=True)
@@ -79,42 +75,34 @@ def quick_parts(dtype: str) -> tuple[Part, ...]:
 SUITES = {"quick": quick_parts, "seeds": lambda dtype: SEEDS}
 
 
-def suite_plan(settings: RunSettings) -> list[Case]:
-    """The cases of `settings.suite`: each part planned like a plain run, then concatenated."""
-    from arraybench.plan import build_plan
-
-    if settings.suite not in SUITES:
-        raise unknown("preset", settings.suite, SUITES)
-    cases: list[Case] = []
-    for part in SUITES[settings.suite](settings.dtype):
-        sub = dataclasses.replace(
-            settings, suite=None, workloads=list(part.workloads), sizes=list(part.sizes), dtype=part.dtype,
-            params={**dict(part.params), **settings.params},
-        )
-        cases += [c for c in build_plan(sub) if c not in cases]
-    return cases
+def suite_parts(suite: str, dtype: str) -> tuple[Part, ...]:
+    """The parts of `suite` for a run in `dtype`; plan.build_plan plans each like a plain run."""
+    if suite not in SUITES:
+        raise unknown("suite", suite, SUITES)
+    return SUITES[suite](dtype)
 
 
 def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--quick", action="store_true",
                      help="every workload's small preset with short sampling (a smoke test of the machine)")
-    run.add_argument("--preset", choices=sorted(SUITES), metavar="SUITE",
-                     help="a named suite: 'seeds' is every configuration of the four source documents")
+    run.add_argument("--suite", "--preset", dest="suite", choices=sorted(SUITES), metavar="SUITE",
+                     help="a named suite: 'seeds' is every configuration of the four source documents, "
+                          "'quick' the same as --quick (--preset is the old name)")
 
 
-def apply_arguments(args: argparse.Namespace, settings: RunSettings) -> None:
-    """Set `settings.suite` and the suite's sampling, keeping what the user set on the command line.
+def chosen_suite(args: argparse.Namespace, timer: TimerConfig) -> tuple[str | None, TimerConfig]:
+    """The suite the command line asks for and its sampling, keeping what the user set in `timer`.
 
-    No --workloads and no suite is the default suite: every workload at its default presets.
+    No --workloads and no suite is the default suite (None): every workload at its default
+    presets, sampled with SUITE_TIMER.
     """
-    if args.quick and args.preset not in (None, "quick"):
-        raise UsageError(f"--quick and --preset {args.preset} are two suites; choose one")
-    suite = "quick" if args.quick else args.preset
+    if args.quick and args.suite not in (None, "quick"):
+        raise UsageError(f"--quick and --suite {args.suite} are two suites; choose one")
+    suite = "quick" if args.quick else args.suite
     if suite is not None and (args.workloads or args.sizes):
         raise UsageError(f"the {suite} suite chooses workloads and sizes; leave out --workloads and --sizes")
     if suite is None and (args.workloads or args.workload_file):
-        return
-    settings.suite = suite
+        return None, timer
     base = QUICK_TIMER if suite == "quick" else SUITE_TIMER
-    mine = {k: v for k, v in vars(settings.timer).items() if v != getattr(TimerConfig(), k)}
-    settings.timer = dataclasses.replace(base, **mine)
+    mine = {k: v for k, v in vars(timer).items() if v != getattr(TimerConfig(), k)}
+    return suite, dataclasses.replace(base, **mine)

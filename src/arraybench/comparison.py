@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arraybench import environment
+from arraybench import environment, formats
 from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES
 from arraybench.report.table import text_table
@@ -68,6 +68,10 @@ class Comparison:
     only_new: list[str]
     differences: list[str]
     threshold: float
+
+    def __repr__(self) -> str:
+        """The table `arraybench compare` prints (a notebook shows this, not every record)."""
+        return render(self, None)
 
     def geometric_means(self) -> list[tuple[str, float, int]]:
         """Per backend·mode: the geometric mean of new/base over its compared cases, and their count."""
@@ -318,10 +322,37 @@ def add_parser(sub: Any) -> None:
                    help=f"smallest change that counts as faster or slower (default {100 * DEFAULT_THRESHOLD:g}%%)")
     p.add_argument("--fail-on-slowdown", type=percent, metavar="PCT",
                    help="exit 1 if a case is significantly slower by more than PCT, or broke")
-    p.add_argument("--markdown", action="store_true", help="print Markdown (for a pull-request comment)")
+    formats.add_option(p)
+    p.add_argument("--markdown", action="store_const", dest="format", const="markdown",
+                   help="same as --format markdown (for a pull-request comment)")
     p.add_argument("-o", "--output", metavar="FILE.md", help="also write the Markdown to FILE.md")
     p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH",
                    help=f"results store for run ids (default {DEFAULT_PATH})")
+
+
+def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
+    """One dict per compared case, for --format json and csv."""
+    return [{"case": c.label, "row": c.row, "case_id": c.base.get("id"),
+             "base_status": c.base["status"], "new_status": c.new["status"],
+             "base_median_s": c.base.get("median_s"), "new_median_s": c.new.get("median_s"),
+             "ratio": c.result.ratio if c.result else None,
+             "ci95_low": c.result.ci95[0] if c.result else None, "ci95_high": c.result.ci95[1] if c.result else None,
+             "p_value": c.result.p_value if c.result else None, "verdict": c.verdict, "note": c.note}
+            for c in cmp.cases]
+
+
+def render_as(cmp: Comparison, note: str | None, fmt: str) -> str:
+    """The comparison in one of formats.FORMATS: text and Markdown for people, JSON and CSV for tools."""
+    if fmt == "json":
+        return formats.json_text({
+            "base": cmp.base_name, "new": cmp.new_name, "threshold": cmp.threshold, "note": note,
+            "differences": cmp.differences, "counts": cmp.counts(), "cases": case_rows(cmp),
+            "geometric_means": [{"row": row, "ratio": g, "cases": k} for row, g, k in cmp.geometric_means()],
+            "only_base": cmp.only_base, "only_new": cmp.only_new,
+        })
+    if fmt == "csv":
+        return formats.render_rows(case_rows(cmp), "csv")
+    return render(cmp, note, markdown=fmt == "markdown")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -332,7 +363,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = tuple(_name(ref, res) for ref, res in zip((args.base, args.new), sides, strict=True))
     cmp = compare(*sides, threshold=args.threshold, names=names)  # type: ignore[arg-type]
     note = headline(*sides)
-    print(render(cmp, note, markdown=args.markdown), end="")
+    print(render_as(cmp, note, args.format), end="")
     if args.output:
         try:
             Path(args.output).write_text(render(cmp, note, markdown=True))

@@ -1,0 +1,102 @@
+"""Exports: a run in the formats continuous-benchmarking dashboards read (pytest-benchmark, Bencher BMF).
+
+Only correct cases are exported: a wrong or failed case has no time worth tracking, and a
+dashboard that plotted it would rank it. Each benchmark is named by its case id without the
+digest (`linreg[d=2,iters=20,n=200]/jax-jit/float64/cpu/t1`), the same in every run, so a
+dashboard follows one case across commits.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from arraybench.results import Results
+
+FORMATS = ("jsonl", "pytest-benchmark", "bmf")
+# The file version pytest-benchmark (4.x and 5.x) writes; its readers key on the fields below.
+PYTEST_BENCHMARK_VERSION = "4.0.0"
+NS_PER_S = 1e9
+
+
+def benchmark_name(rec: dict[str, Any]) -> str:
+    return str(rec["id"]).rsplit("/", 1)[0]
+
+
+def correct_records(res: Results) -> list[dict[str, Any]]:
+    return [r for r in res.latest().values() if r["status"] == "ok" and r.get("samples_s")]
+
+
+def _quartiles(samples: list[float]) -> tuple[float, float]:
+    if len(samples) < 2:
+        return samples[0], samples[0]
+    q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return q1, q3
+
+
+def pytest_benchmark_stats(samples: list[float], iterations: int) -> dict[str, Any]:
+    """pytest-benchmark's `stats` block from per-call samples (seconds), computed as it does."""
+    data = sorted(samples)
+    mean = statistics.fmean(data)
+    std = statistics.stdev(data) if len(data) > 1 else 0.0
+    q1, q3 = _quartiles(data)
+    iqr = q3 - q1
+    low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    inside = [x for x in data if low <= x <= high]
+    std_out = (sum(x < mean - std for x in data), sum(x > mean + std for x in data))
+    iqr_out = (sum(x < low for x in data), sum(x > high for x in data))
+    return {
+        "min": data[0], "max": data[-1], "mean": mean, "stddev": std, "rounds": len(data),
+        "median": statistics.median(data), "iqr": iqr, "q1": q1, "q3": q3,
+        "iqr_outliers": sum(iqr_out), "stddev_outliers": sum(std_out),
+        "outliers": f"{sum(std_out)};{sum(iqr_out)}",
+        "ld15iqr": inside[0] if inside else data[0], "hd15iqr": inside[-1] if inside else data[-1],
+        "ops": 1.0 / mean if mean > 0 else 0.0, "total": sum(data) * iterations,
+        "iterations": iterations, "data": list(samples),
+    }
+
+
+def pytest_benchmark(res: Results) -> dict[str, Any]:
+    """The run as a pytest-benchmark JSON file (what `pytest --benchmark-json` writes)."""
+    env, header = res.environment, res.header
+    git = header.get("git") or {}
+    timer = res.settings.get("timer", {})
+    benchmarks = []
+    for r in correct_records(res):
+        name = benchmark_name(r)
+        benchmarks.append({
+            "group": r["workload"], "name": name, "fullname": name,
+            "params": r.get("params", {}), "param": ",".join(f"{k}={v}" for k, v in r.get("params", {}).items()),
+            "extra_info": {"backend": r["backend"], "mode": r["mode"], "dtype": r["dtype"],
+                           "device": r.get("device", "cpu"), "threads": r.get("threads"),
+                           "first_call_s": r.get("first_call_s"), "case_id": r["id"]},
+            "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": timer.get("min_samples"),
+                        "max_time": timer.get("max_time"), "min_time": timer.get("min_time"), "warmup": True},
+            "stats": pytest_benchmark_stats(r["samples_s"], int(r.get("loops") or 1)),
+        })
+    return {
+        "machine_info": {
+            "node": env.get("hostname"), "processor": env.get("cpu_model"), "system": env.get("os"),
+            "python_implementation": env.get("python_implementation"), "python_version": env.get("python"),
+            "cpu": {"brand_raw": env.get("cpu_model"), "count": env.get("cpu_logical")},
+        },
+        "commit_info": {"id": git.get("commit"), "dirty": git.get("dirty")} if git else {},
+        "benchmarks": benchmarks,
+        "datetime": header.get("started"),
+        "version": PYTEST_BENCHMARK_VERSION,
+    }
+
+
+def bmf(res: Results) -> dict[str, Any]:
+    """The run in the Bencher Metric Format: per benchmark, `latency` in nanoseconds.
+
+    value is the median per call; lower and upper the 95 % interval of the median where the
+    run computed one, else the fastest and slowest sample.
+    """
+    out: dict[str, Any] = {}
+    for r in correct_records(res):
+        ci = r.get("ci95_s") or [None, None]
+        lo, hi = ci if None not in ci else (min(r["samples_s"]), max(r["samples_s"]))
+        out[benchmark_name(r)] = {"latency": {"value": r["median_s"] * NS_PER_S,
+                                              "lower_value": lo * NS_PER_S, "upper_value": hi * NS_PER_S}}
+    return out
