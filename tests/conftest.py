@@ -30,6 +30,18 @@ def fake_clock() -> FakeClock:
     return FakeClock()
 
 
+def default_sigint() -> None:
+    """preexec_fn for a child that a test interrupts: SIGINT back to its default disposition.
+
+    A test run started from a shell that ignores SIGINT (a backgrounded `make test`) passes the
+    ignored signal to its children, and a Python started with SIGINT ignored installs no
+    KeyboardInterrupt handler: the Ctrl-C under test would do nothing.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dask
 import pytest
-from conftest import TINY, read_jsonl
+from conftest import TINY, default_sigint, read_jsonl
 from distributed import Client, LocalCluster
 
 from arraybench import cluster, session
@@ -204,7 +204,8 @@ def test_ctrl_c_on_a_local_cluster_keeps_finished_cases_and_leaves_no_process(tm
     cmd = [sys.executable, "-m", "arraybench", "run", "--cluster", "local:2", *NUMPY_SIZES, *TINY[:2],
            "--min-time", "0.5", "--max-time", "0.5", "--output-dir", str(tmp_path)]
     # Its own process group, as in a terminal, where Ctrl-C reaches every process of the group.
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                            preexec_fn=default_sigint)
     for line in proc.stderr:
         if line.startswith("[1/"):
             break

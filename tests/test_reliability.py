@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import TINY, read_jsonl
+from conftest import TINY, default_sigint, read_jsonl
 
 from arraybench.backends import BACKENDS
 from arraybench.cli import (
@@ -175,6 +175,7 @@ def start_run(out_dir: Path, *args: str) -> subprocess.Popen:
         [sys.executable, "-m", "arraybench", "run", "--workload-file", FAULTY, "--backends", "numpy",
          "--threads", "1", "--output-dir", str(out_dir), *args],
         env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,
     )
 
 
