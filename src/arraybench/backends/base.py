@@ -167,9 +167,26 @@ class Backend:
         """
         return fn
 
-    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
-        """Compile `fn` the framework's idiomatic way (used by write-once workloads)."""
+    def jit(self, fn: Callable[..., Any], mode: str, *, any_shape: bool = False) -> Callable[..., Any]:
+        """Compile `fn` the framework's idiomatic way (used by write-once workloads).
+
+        `any_shape`: the function will see many shapes, and the framework should compile the way
+        it does for that (torch.compile's automatic dynamic shapes) rather than per shape.
+        """
         raise Unavailable(f"{self.name} has no {mode} mode")
+
+    # --- the operations workloads ask for, where a framework's own spelling differs ----------
+    # Each returns the callable, looked up once when a case is built, never inside the timer.
+    takes_host_arrays: ClassVar[bool] = True  # its functions accept NumPy arrays as they are
+
+    def sin_op(self) -> Callable[[Any], Any]:
+        return self.xp.sin
+
+    def sort_op(self) -> Callable[[Any], Any]:
+        return self.xp.sort
+
+    def fft_op(self) -> Callable[[Any], Any]:
+        return self.xp.fft.fft
 
     @property
     def xp(self) -> Any:

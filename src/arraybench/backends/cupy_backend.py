@@ -96,7 +96,9 @@ class CupyBackend(Backend):
         end.synchronize()
         return cuda.get_elapsed_time(start, end) / 1e3
 
-    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+    takes_host_arrays = False
+
+    def jit(self, fn: Callable[..., Any], mode: str, *, any_shape: bool = False) -> Callable[..., Any]:
         # cupy.fuse names the CUDA kernel after the function: a lambda's "<lambda>" does not compile.
         name = getattr(fn, "__name__", "")
         return self.cupy.fuse(kernel_name=name if name.isidentifier() else "arraybench_fused")(fn)

@@ -78,7 +78,7 @@ class JaxBackend(Backend):
         # No in-place writes in JAX: a fresh buffer of `nbytes` written on the device does it.
         self.jax.block_until_ready(self.jax.numpy.zeros(nbytes // 4, dtype="float32", device=self.dev))
 
-    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+    def jit(self, fn: Callable[..., Any], mode: str, *, any_shape: bool = False) -> Callable[..., Any]:
         return self.jax.jit(fn)
 
     @property

@@ -31,7 +31,7 @@ class NumbaBackend(Backend):
         info["threading_layer"] = self.numba.config.THREADING_LAYER
         return info
 
-    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+    def jit(self, fn: Callable[..., Any], mode: str, *, any_shape: bool = False) -> Callable[..., Any]:
         # njit takes plain functions only: compile a partial's function and pass its bound
         # arguments at each call (numba specialises on their types, as on constants).
         bound = isinstance(fn, functools.partial)

@@ -101,8 +101,18 @@ class TensorflowBackend(Backend):
 
         return placed
 
-    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
+    def jit(self, fn: Callable[..., Any], mode: str, *, any_shape: bool = False) -> Callable[..., Any]:
         return self.run_on_device(self.tf.function(fn, jit_compile=True))
+
+    # TensorFlow's own ops, not its NumPy layer (`xp`), which adds dispatch cost.
+    def sin_op(self) -> Callable[[Any], Any]:
+        return self.tf.math.sin
+
+    def sort_op(self) -> Callable[[Any], Any]:
+        return self.tf.sort
+
+    def fft_op(self) -> Callable[[Any], Any]:
+        return self.tf.signal.fft
 
     @property
     def xp(self) -> Any:

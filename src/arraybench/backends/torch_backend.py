@@ -110,8 +110,17 @@ class TorchBackend(Backend):
         end.synchronize()
         return start.elapsed_time(end) / 1e3
 
-    def jit(self, fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
-        return self.torch.compile(fn, dynamic=False)
+    takes_host_arrays = False
+
+    def jit(self, fn: Callable[..., Any], mode: str, *, any_shape: bool = False) -> Callable[..., Any]:
+        # dynamic=False compiles one graph per shape; for a function that sees many shapes the
+        # default (None) is what a user gets: a graph per shape until the second one seen, then
+        # one dynamic graph. Forcing False there would hit the recompile limit and run eagerly.
+        return self.torch.compile(fn, dynamic=None if any_shape else False)
+
+    def sort_op(self) -> Callable[[Any], Any]:
+        sort = self.torch.sort
+        return lambda x: sort(x).values
 
     @property
     def xp(self) -> Any:

@@ -34,9 +34,7 @@ fft.check_with(norm_check(lambda dtype, params: 8.0 * max(np.log2(params["n"]), 
 
 
 def _fft_op(be: Any) -> Any:
-    op = {"tensorflow": lambda: be.tf.signal.fft, "torch": lambda: be.torch.fft.fft}.get(
-        be.name, lambda: be.xp.fft.fft
-    )()
+    op = be.fft_op()
     return lambda x: op(x)
 
 

@@ -72,22 +72,19 @@ def _calls(f: Any, convert: Any, same_shape: bool) -> Any:
 
 
 def _function(be: Backend) -> Any:
-    sin = be.tf.math.sin if be.name == "tensorflow" else be.xp.sin
+    sin = be.sin_op()
     return lambda x: 2 * sin(x) + 1
 
 
 def _compiled(be: Backend) -> Any:
-    if be.name == "torch":
-        # The default (dynamic=None), not the dynamic=False the other workloads use: with it,
-        # torch.compile recompiles per shape only up to its recompile limit, then silently runs
-        # eagerly, which would hide the cost this workload exists to show.
-        return be.torch.compile(_function(be))
-    return be.jit(_function(be), "jit")
+    # any_shape: compiled as a user's function that meets many shapes would be (torch.compile's
+    # default dynamic shapes), not per shape up to the recompile limit and then silently eager.
+    return be.jit(_function(be), "jit", any_shape=True)
 
 
 def _convert(be: Backend) -> Any:
     """Host slice to what the function takes: JAX, TF and NumPy take NumPy arrays and move them."""
-    return be.to_device if be.name in ("torch", "cupy") else (lambda x: x)
+    return (lambda x: x) if be.takes_host_arrays else be.to_device
 
 
 def _builders(same_shape: bool) -> tuple[Any, Any]:

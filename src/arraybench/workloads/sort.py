@@ -29,10 +29,7 @@ sort.check_with(exact_check)  # float32 values sort the same in float64
 
 
 def _sort_op(be: Any) -> Any:
-    if be.name == "torch":
-        torch = be.torch
-        return lambda x: torch.sort(x).values
-    op = be.tf.sort if be.name == "tensorflow" else be.xp.sort
+    op = be.sort_op()
     return lambda x: op(x)
 
 
