@@ -116,7 +116,7 @@ def _verdict(data: ReportData, name: str, recs: list[dict[str, Any]], complete: 
         for (a, sa), (b, sb) in zip(runs, runs[1:], strict=False):
             text += f" {_change(name, a, b, sa[-1], sb[0], found)}, {b}"
         text += f", {_lead(data, top)} {at_last}."
-    return " ".join([text, *_costs(data, recs, sizes[0])])
+    return " ".join([text, *_costs(data, name, recs, sizes[0])])
 
 
 def _change(name: str, a: str, b: str, s0: float, s1: float, found: list[Crossover]) -> str:
@@ -130,7 +130,7 @@ def _change(name: str, a: str, b: str, s0: float, s1: float, found: list[Crossov
     return f"below {name} ≈ {size_text(c.size, True)}; above"
 
 
-def _costs(data: ReportData, recs: list[dict[str, Any]], smallest: Any) -> list[str]:
+def _costs(data: ReportData, name: str, recs: list[dict[str, Any]], smallest: Any) -> list[str]:
     """'JAX·jit pays ~7 µs per call': backends whose smallest case is dispatch-bound and costly."""
     ranked = _at(recs, smallest)
     fastest = ranked[0]["median_s"]
@@ -139,11 +139,14 @@ def _costs(data: ReportData, recs: list[dict[str, Any]], smallest: Any) -> list[
     if not costly:
         return []
     named = ", ".join(f"{data.label(r)} ~{format_seconds(r['median_s'])}" for r in costly)
-    return [f"Per call, dispatch-bound: {named} (fastest {format_seconds(fastest)})."]
+    where = size_text(smallest) if isinstance(smallest, int | float) else smallest
+    return [f"Per call at {name} = {where}: {named}, against {format_seconds(fastest)} for "
+            f"{data.label(ranked[0])}."]
 
 
 def _why(data: ReportData, name: str, recs: list[dict[str, Any]]) -> str:
-    """One line: what bounds the fastest case at the smallest and at the largest size."""
+    """One line: what bounds the fastest case at the smallest and at the largest size (the words
+    are explained once, beside the tables)."""
     sizes = _sizes(recs)
     shown = [sizes[0]] if len(sizes) == 1 else [sizes[0], sizes[-1]]
     said = []
@@ -152,18 +155,20 @@ def _why(data: ReportData, name: str, recs: list[dict[str, Any]]) -> str:
         word = fastest.get("bound")
         if not word:
             continue
-        detail = bound.MEANING[word]
         flop_roof, bw_roof = bound.roofs(data.peaks(fastest["machine"]), fastest.get("device", "cpu"),
                                          fastest["dtype"])
+        detail = ""
         if word in (bound.MEMORY, bound.COMPUTE) and fastest.get("intensity"):
-            detail = f"{fastest['intensity']:.2g} FLOP/byte against a ridge of {flop_roof / bw_roof:.2g}: {detail}"
+            detail = f" ({_figure(fastest['intensity'])} FLOP/byte, ridge {_figure(flop_roof / bw_roof)})"
         elif word == bound.COMPUTE and fastest.get("gbs") and bw_roof:
-            detail = (f"it streams {fastest['gbs']:.2g} of the {bw_roof:.2g} GB/s memory roof: the work "
-                      "itself, not memory, limits it")
+            detail = f" (streams {_figure(fastest['gbs'])} of {_figure(bw_roof)} GB/s: the work, not memory)"
         said.append((s, word, detail))
     if not said:
         return ""
-    if len({w for _, w, _ in said}) == 1:
-        return f"Why: the fastest is {said[0][1]}-bound at both ends ({said[-1][2]})." if len(said) > 1 else \
-            f"Why: {said[0][1]}-bound ({said[0][2]})."
-    return "Why: " + "; ".join(f"{w}-bound at {name} = {size_text(s)} ({d})" for s, w, d in said) + "."
+    if len(said) == 2 and said[0][1:] == said[1][1:] or len(said) == 1:
+        return f"Why: {said[0][1]}-bound{said[0][2]}."
+    return "Why: " + "; ".join(f"{w}-bound at {name} = {size_text(s)}{d}" for s, w, d in said) + "."
+
+
+def _figure(x: float) -> str:
+    return f"{x:.2g}" if x < 100 else f"{x:,.0f}"

@@ -26,10 +26,12 @@ STREAMING_SHARE = 0.5
 TRANSFER_WORKLOADS = frozenset({"transfer_to_device", "transfer_to_host"})
 
 MEANING = {
-    DISPATCH: "per-call overhead (Python, framework dispatch, kernel launch) outweighs the work",
-    MEMORY: "moving bytes limits it, under the memory roof",
-    COMPUTE: "arithmetic limits it, under the compute roof",
-    PAGE_FAULTS: "the kernel mapping fresh pages (minor page faults) takes most of the time",
+    DISPATCH: "per-call overhead (Python, framework dispatch, kernel launch) outweighs the work: measured as a "
+              "time within 2× of the backend·mode's cheapest call, or one that hardly grows with 4× the work",
+    MEMORY: "moving bytes limits it: its arithmetic intensity (FLOPs per byte) is left of the roofline's ridge",
+    COMPUTE: "arithmetic limits it: right of the ridge, under the compute roof (or, without FLOPs, it streams "
+             "under half the memory roof)",
+    PAGE_FAULTS: "the kernel mapping fresh pages takes most of the time (minor page faults per call × ~2 µs)",
     TRANSFER: "the copy between host and device is the time",
 }
 
@@ -40,17 +42,26 @@ def roofs(peaks: dict[str, Any], device: str, dtype: str) -> tuple[float | None,
     return (here.get("matmul_gflops") or {}).get(dtype), here.get("bandwidth_gbs")
 
 
-def moved_bytes(r: dict[str, Any]) -> float | None:
-    """The bytes one call moves, or None where none are known to move (a transfer on the CPU)."""
-    if r["workload"] in TRANSFER_WORKLOADS and r.get("device", "cpu") == "cpu":
+def moved_bytes(r: dict[str, Any], peaks: dict[str, Any]) -> float | None:
+    """The bytes one call moves, or None where they are not known to move: a transfer on the CPU,
+    or one faster than the host's own streaming bandwidth (it handed back memory it had)."""
+    if r["workload"] not in TRANSFER_WORKLOADS:
+        return r.get("bytes")
+    if r.get("device", "cpu") == "cpu":
+        return None
+    host_bw = peaks.get("bandwidth_gbs")
+    if r.get("median_s") and host_bw and r["bytes"] / r["median_s"] / 1e9 > host_bw:
         return None
     return r.get("bytes")
 
 
-def no_rate_reason(r: dict[str, Any]) -> str:
+def no_rate_reason(r: dict[str, Any], peaks: dict[str, Any]) -> str:
     """Why a case's GFLOP/s or GB/s is left empty ('' when both are real); the words before the colon
     are its short form."""
-    if r.get("bytes") and moved_bytes(r) is None:
+    if r.get("bytes") and moved_bytes(r, peaks) is None:
+        if r.get("device", "cpu") != "cpu":
+            return ("no bytes moved: faster than the host's streaming bandwidth, so the framework returned "
+                    "a copy it already had; no GB/s is claimed")
         return ("no bytes moved: on the CPU a transfer stays in host memory (a framework may copy or "
                 "return a view), so no GB/s is claimed")
     if r.get("flops") is None and r.get("bytes"):
@@ -93,7 +104,7 @@ def classify(r: dict[str, Any], floor_s: float | None, peaks: dict[str, Any], fl
     if faults and faults * FAULT_COST_S >= PAGE_FAULT_SHARE * median:
         return PAGE_FAULTS
     if r["workload"] in TRANSFER_WORKLOADS and device != "cpu":
-        return TRANSFER
+        return TRANSFER if moved_bytes(r, peaks) else DISPATCH  # a call that moved nothing
     latency = r.get("latency_s")
     if device == "gpu" and latency and latency >= DISPATCH_FACTOR * median:
         return DISPATCH  # a synced call costs far more than the device's work in it
