@@ -155,3 +155,11 @@ def test_scaling_plot_labels_only_the_changes_of_the_lead(tmp_path):
     assert len(numbered) == 1 and numbered[0].startswith("1: b2·eager overtakes b0·eager")
     assert any(re.match(r"\d+ more crossovers between slower backend·modes", t) for t in texts)
     assert len(list(csv.DictReader((tmp_path / "crossovers.csv").open()))) > 5
+
+
+def test_heatmap_shows_each_sweep_at_its_ends_so_the_roofline_stays_near_the_top(bisected):
+    _, out = bisected
+    rows = re.findall(r"<text[^>]*>([^<]*)</text>", (out / "plots" / "speedup-heatmap.svg").read_text())
+    assert "elementwise_add · n=100" in rows and "elementwise_add · n=1000000" in rows
+    assert not any(t.startswith("elementwise_add · n=3162") for t in rows)
+    assert sum(t.startswith(("elementwise_add ·", "matmul ·", "sort ·")) for t in rows) == 6

@@ -165,8 +165,8 @@ def _why(data: ReportData, name: str, recs: list[dict[str, Any]]) -> str:
         said.append((s, word, detail))
     if not said:
         return ""
-    if len(said) == 2 and said[0][1:] == said[1][1:] or len(said) == 1:
-        return f"Why: {said[0][1]}-bound{said[0][2]}."
+    if len(said) == 1 or said[0][1] == said[1][1]:
+        return f"Why: {said[-1][1]}-bound{said[-1][2]}" + (" at both ends." if len(said) == 2 else ".")
     return "Why: " + "; ".join(f"{w}-bound at {name} = {size_text(s)}{d}" for s, w, d in said) + "."
 
 

@@ -16,7 +16,7 @@ from arraybench.report.answer import Answer
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
-from arraybench.report.table import size_sort_key, unavailable_line
+from arraybench.report.table import size_sort_key, size_text, unavailable_line
 from arraybench.results import FAILED
 from arraybench.runner import format_seconds
 
@@ -87,7 +87,7 @@ def crossovers_html(found: list[Crossover]) -> str:
             "the measured sizes are further apart (the size to measure next is named); <i>tie</i>: "
             "the two are within noise of each other there. The same rows are in crossovers.csv.</p>")
     rows = "".join(f"<tr><td>{e(c.workload)}</td><td>{e(c.dtype)}</td><td>{e(c.faster_below)}</td>"
-                   f"<td>{e(c.faster_above)}</td>{num_cell(c.size, f'{c.size:.3g}')}"
+                   f"<td>{e(c.faster_above)}</td>{num_cell(c.size, size_text(c.size, True))}"
                    f"{num_cell(c.lo, f'{c.lo:g}')}{num_cell(c.hi, f'{c.hi:g}')}<td>{e(c.state)}</td>"
                    f"<td>{e(c.next_size or '')}</td></tr>" for c in found)
     heads = "".join(f'<th scope="col">{h}</th>' for h in ("workload", "dtype", "faster below", "faster above",

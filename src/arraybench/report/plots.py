@@ -84,7 +84,19 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
 
     with matplotlib.rc_context(RC):
         dtypes = sorted({r["dtype"] for r in data.records})
-        for wl, all_recs in data.by_workload().items():
+        swept = sweeps(data)
+        for wl, all_recs in data.by_workload().items():  # per workload: its scaling, then its bars
+            for (wl_, machine, dtype, name, fixed), series in swept.items():
+                if wl_ != wl:
+                    continue
+                one = sum(k[0] == wl for k in swept) == 1
+                suffix = "" if one else "-" + slug(f"{machine}-{dtype}" + _fixed(fixed))
+                here = [c for c in found if (c.workload, c.machine, c.dtype, c.fixed) == (wl, machine, dtype, fixed)]
+                save(f"scaling-{slug(wl)}{suffix}", f"{wl}: scaling with {name}",
+                     f"Median time per call against {name}, log-log. Numbered rings mark where the fastest "
+                     "backend·mode changes, the grey bar the two measured sizes that bracket it; every "
+                     "crossover between any two backend·modes is in crossovers.csv.",
+                     scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
             for dtype in dtypes:
                 # Backends unavailable here are one line at the top of the report, not a bar each.
                 recs = [r for r in all_recs if r["dtype"] == dtype and r["status"] != "unavailable"]
@@ -94,20 +106,11 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                          "Median time per call (bars, IQR as error bars) beside the first call, which "
                          "holds tracing and compilation; log scale. Smallest and largest size side by side.",
                          bars_figure(data, wl, recs))
-        swept = sweeps(data)
-        for (wl, machine, dtype, name, fixed), series in swept.items():
-            one = sum(k[0] == wl for k in swept) == 1
-            suffix = "" if one else "-" + slug(f"{machine}-{dtype}" + _fixed(fixed))
-            here = [c for c in found if (c.workload, c.machine, c.dtype, c.fixed) == (wl, machine, dtype, fixed)]
-            save(f"scaling-{slug(wl)}{suffix}", f"{wl}: scaling with {name}",
-                 f"Median time per call against {name}, log-log. Numbered rings mark where the fastest "
-                 "backend·mode changes, the grey bar the two measured sizes that bracket it; every "
-                 "crossover between any two backend·modes is in crossovers.csv.",
-                 scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
         if heatmap_rows(data):
             save("speedup-heatmap", "Speedup over NumPy",
-                 "numpy·eager's median over each backend·mode's, per workload and size (rows without "
-                 "a correct numpy·eager case are left out); blue is faster than NumPy, red slower. "
+                 "numpy·eager's median over each backend·mode's, per workload at its smallest and largest "
+                 "size (the sizes between are in its scaling plot; rows without a correct numpy·eager case "
+                 "are left out); blue is faster than NumPy, red slower. "
                  "Hatched grey cells failed or were wrong and are not ranked.",
                  heatmap_figure(data))
         for machine in data.machines:
@@ -241,9 +244,9 @@ def lead_changes(series: dict[str, dict[float, dict[str, Any]]], found: list[Cro
 
 
 def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, dict[str, Any]]]]:
-    """(row title, label -> record) per workload·size (and machine, dtype where they vary).
-
-    Rows without a correct numpy·eager case have nothing to compare with and are left out.
+    """(row title, label -> record) per workload at its smallest and largest size (and machine,
+    dtype where they vary). Rows without a correct numpy·eager case have nothing to compare with
+    and are left out.
     """
     many_machines = len(data.machines) > 1
     many_dtypes = len({r["dtype"] for r in data.records}) > 1
@@ -253,9 +256,16 @@ def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, dict[str, Any]]]
             continue
         key = (r["workload"], size_sort_key(r.get("size")), r["dtype"], r["machine"])
         rows.setdefault(key, {})[data.label(r)] = r
+    compared = {k: cells for k, cells in rows.items() if any(r.get("speedup") for r in cells.values())}
+    # A sweep's ends only: the sizes between are in its scaling plot, and a row per size would
+    # push the roofline below the first screens.
+    ends: dict[tuple, list[tuple]] = {}
+    for key in sorted(compared):
+        ends.setdefault((key[0], key[2], key[3]), []).append(key)
+    shown = {k for keys in ends.values() for k in (keys[0], keys[-1])}
     out = []
-    for (wl, _size, dtype, machine), cells in sorted(rows.items()):
-        if not any(r.get("speedup") for r in cells.values()):
+    for (wl, _size, dtype, machine), cells in sorted(compared.items()):
+        if (wl, _size, dtype, machine) not in shown:
             continue
         size_text = next(iter(cells.values())).get("size")
         title = f"{wl} · {data.size_param(wl)}={size_text}"
