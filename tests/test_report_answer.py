@@ -163,3 +163,11 @@ def test_heatmap_shows_each_sweep_at_its_ends_so_the_roofline_stays_near_the_top
     assert "elementwise_add · n=100" in rows and "elementwise_add · n=1000000" in rows
     assert not any(t.startswith("elementwise_add · n=3162") for t in rows)
     assert sum(t.startswith(("elementwise_add ·", "matmul ·", "sort ·")) for t in rows) == 6
+
+
+def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(tmp_path):
+    recs = [record("linreg", d, "numpy", "eager", 1e-3 * d) for d in (1, 2)]
+    rep = write_all([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})], tmp_path)
+    data = ReportData.from_results([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})])
+    assert [r["bound"] for r in data.records] == [None, None]
+    assert "linreg (float32): numpy·eager is fastest" in rep.summary and "Why" not in rep.summary

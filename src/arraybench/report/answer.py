@@ -158,7 +158,7 @@ def _why(data: ReportData, name: str, recs: list[dict[str, Any]]) -> str:
         flop_roof, bw_roof = bound.roofs(data.peaks(fastest["machine"]), fastest.get("device", "cpu"),
                                          fastest["dtype"])
         detail = ""
-        if word in (bound.MEMORY, bound.COMPUTE) and fastest.get("intensity"):
+        if word in (bound.MEMORY, bound.COMPUTE) and fastest.get("intensity") and flop_roof and bw_roof:
             detail = f" ({_figure(fastest['intensity'])} FLOP/byte, ridge {_figure(flop_roof / bw_roof)})"
         elif word == bound.COMPUTE and fastest.get("gbs") and bw_roof:
             detail = f" (streams {_figure(fastest['gbs'])} of {_figure(bw_roof)} GB/s: the work, not memory)"

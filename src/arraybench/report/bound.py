@@ -115,7 +115,7 @@ def classify(r: dict[str, Any], floor_s: float | None, peaks: dict[str, Any], fl
     flop_roof, bw_roof = roofs(peaks, device, r["dtype"])
     if r.get("flops") and r.get("bytes") and flop_roof and bw_roof:
         return COMPUTE if r["flops"] / r["bytes"] >= flop_roof / bw_roof else MEMORY
-    if r.get("bytes") and bw_roof:
+    if r.get("flops") is None and r.get("bytes") and bw_roof:
         streamed = r["bytes"] / median / 1e9
         return MEMORY if streamed >= STREAMING_SHARE * bw_roof else COMPUTE
     return None
