@@ -171,3 +171,15 @@ def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(t
     data = ReportData.from_results([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})])
     assert [r["bound"] for r in data.records] == [None, None]
     assert "linreg (float32): numpy·eager is fastest" in rep.summary and "Why" not in rep.summary
+
+
+def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
+    def gpu(backend, mode, n, median, latency):
+        return record("poly", n, backend, mode, median, params={"n": n}, device="gpu", latency_s=latency,
+                      flops=6 * n * n, bytes=8 * n * n, id=f"poly[n={n}]/{backend}-{mode}/gpu")
+
+    recs = [gpu("torch", "jit", 64, 2e-6, 40e-6), gpu("cupy", "eager", 64, 3e-6, 8e-6),
+            gpu("torch", "jit", 4096, 2e-4, 2.1e-4), gpu("cupy", "eager", 4096, 4e-4, 4.1e-4)]
+    rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
+    # torch·jit's 2 µs median is the device's time in a pipelined block; alone, a call costs 40 µs
+    assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in rep.summary
