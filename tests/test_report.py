@@ -67,7 +67,7 @@ def svg_texts(path: Path) -> list[str]:
     return re.findall(r"<text[^>]*>([^<]*)</text>", path.read_text())
 
 
-def test_crossover_is_interpolated_on_the_log_log_curve():
+def test_crossover_is_interpolated_on_the_log_log_curve_and_says_it_is_not_bracketed():
     found = crossovers(ReportData.from_results([results_of(sweep_records())]))
     jax_numpy = [c for c in found if {c.faster_below, c.faster_above} == {"numpy·eager", "jax·jit"}]
     assert len(jax_numpy) == 1
@@ -75,6 +75,8 @@ def test_crossover_is_interpolated_on_the_log_log_curve():
     assert c.faster_below == "numpy·eager" and c.faster_above == "jax·jit"
     assert c.size == pytest.approx(4.0) and c.time_s == pytest.approx(4e-3)
     assert c.size_param == "d"
+    # d = 2 and d = 8 are 4× apart: the crossover is open, and d = 4 would narrow it
+    assert (c.lo, c.hi, c.state, c.next_size) == (2, 8, "open", 4)
     # numba is wrong at d = 8, so its only sizes are 1 and 2 where it always wins: no crossover
     assert not [c for c in found if "numba·jit" in (c.faster_below, c.faster_above)]
 
@@ -83,14 +85,18 @@ def test_bar_and_scaling_plots_name_every_backend_and_mark_crossovers(report):
     rep, out = report
     names = {p.name for p in rep.plots}
     assert {"bars-linreg.svg", "bars-linreg.png", "scaling-linreg.svg", "speedup-heatmap.svg",
-            "efficiency.svg", "efficiency.png"} <= names
+            "roofline-float32.svg", "roofline-float32.png"} <= names
+    assert not any(n.startswith("efficiency") for n in names)  # the roofline replaced the bars
     bars = svg_texts(out / "plots" / "bars-linreg.svg")
-    for label in ("numpy·eager", "jax·jit", "torch·eager", "numba·jit", "tensorflow·jit", "cupy·eager"):
+    for label in ("numpy·eager", "jax·jit", "torch·eager", "numba·jit", "tensorflow·jit"):
         assert label in bars
+    assert "cupy·eager" not in bars  # unavailable here: one line at the top, not a bar
     assert "WRONG" in bars and "ERROR" in bars and "noisy" in bars
     assert "d = 1" in bars and "d = 8" in bars  # smallest and largest side by side
+    # The lead passes from numba (wrong at d = 8) to jax: no crossover between the two to mark,
+    # and the crossovers between slower pairs are counted, not drawn.
     scaling = svg_texts(out / "plots" / "scaling-linreg.svg")
-    assert "crossover" in scaling and "d ≈ 4" in scaling
+    assert "2 more crossovers between slower backend·modes: crossovers.csv" in scaling
     assert (out / "plots" / "bars-linreg.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -98,7 +104,7 @@ def test_heatmap_has_a_column_per_backend_mode_and_marks_wrong_cells(report):
     _, out = report
     svg = (out / "plots" / "speedup-heatmap.svg").read_text()
     texts = svg_texts(out / "plots" / "speedup-heatmap.svg")
-    columns = ["numpy·eager", "numba·jit", "jax·jit", "tensorflow·jit", "torch·eager", "cupy·eager"]
+    columns = ["numpy·eager", "numba·jit", "jax·jit", "tensorflow·jit", "torch·eager"]  # not cupy: unavailable
     assert len(re.findall(r'<g id="xtick_\d+">', svg)) == len(columns)
     assert all(c in texts for c in columns)
     assert "geometric mean (correct cases)" in texts
@@ -134,14 +140,17 @@ def test_html_is_self_contained_and_lists_problems(report):
     _, out = report
     page = (out / "report.html").read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # nothing fetched from the network
-    assert page.count('<figure class="plot"') == 4  # bars, scaling, heatmap, efficiency
+    assert page.count('<figure class="plot"') == 4  # bars, scaling, heatmap, roofline
     assert page.count("data:image/svg+xml;base64,") == 4
     assert 'class="sortable"' in page
-    assert "RuntimeError: boom" in page and "cupy is not installed" in page
+    assert "RuntimeError: boom" in page
+    assert page.count("cupy is not installed") == 1  # one line above the answer, no row
     assert "wrong result: relative error 0.3" in page
     assert 'class="status noisy"' in page
-    assert "jax·jit overtakes numpy·eager at d ≈ 4" in page
+    assert "<td>numpy·eager</td><td>jax·jit</td>" in page and "<td>open</td>" in page  # crossover table
     assert "matmul float32 80 GFLOP/s" in page and "Test CPU" in page
+    # The answer comes first, before any picture or table.
+    assert page.index('id="answer"') < page.index('id="overview"') < page.index('id="results"')
 
 
 def test_every_string_from_results_is_escaped(tmp_path):
@@ -190,9 +199,10 @@ def test_tiny_real_run_writes_the_whole_report_and_report_rebuilds_it(tmp_path, 
                                    "--output-dir", str(run_dir), *TINY)
     assert code == 0, stderr
     for name in ("results.jsonl", "report.md", "results.csv", "report.html", "plots/bars-linreg.svg",
-                 "plots/scaling-linreg.png", "plots/speedup-heatmap.svg", "plots/efficiency.svg"):
+                 "plots/scaling-linreg.png", "plots/speedup-heatmap.svg", "plots/roofline-float32.svg",
+                 "crossovers.csv"):
         assert (run_dir / name).stat().st_size > 0, name
-    assert "Crossovers" in stdout and "report.html" in stderr
+    assert "Crossovers" in stdout and "The answer:" in stdout and "report.html" in stderr
     assert load_results(run_dir).environment["peaks"]["method"] == "stated by ARRAYBENCH_PEAKS"
     rebuilt = tmp_path / "rebuilt"
     code, stdout, _ = run_cli("report", str(run_dir / "results.jsonl"), "--output-dir", str(rebuilt))
@@ -228,3 +238,10 @@ def test_two_dtypes_get_their_own_bars_and_heatmap_rows(tmp_path):
     assert {"bars-linreg-float32.svg", "bars-linreg-float64.svg"} <= names
     heat = svg_texts(tmp_path / "plots" / "speedup-heatmap.svg")
     assert "linreg · d=1 · float32" in heat and "linreg · d=1 · float64" in heat
+
+
+def test_a_wrong_case_whose_output_was_not_finite_is_shown_not_crashed_on():
+    from arraybench.report.table import cell
+
+    assert cell({"status": "wrong", "rel_err": None}, None) == "WRONG (rel err not finite)"
+    assert cell({"status": "wrong", "rel_err": 0.25}, None) == "WRONG (rel err 2.5e-01)"

@@ -37,7 +37,11 @@ addEventListener("load", () => {
   out.id = "probe";
   const evil = {asText: document.body.textContent.includes('<img src=x onerror=alert(1)>'),
                 asElement: document.querySelectorAll('img[src="x"]').length};
-  out.textContent = JSON.stringify({plots: imgs.length, shown: shown.length, errors: window.probeErrors, order, evil});
+  const first = document.querySelector("main section");
+  const answer = {first: first.id, top: Math.round(first.getBoundingClientRect().top),
+                  paragraphs: first.querySelectorAll("p.answer").length};
+  out.textContent = JSON.stringify({plots: imgs.length, shown: shown.length, errors: window.probeErrors, order, evil,
+                                    answer});
   document.body.append(out);
 });
 </script>"""
@@ -66,8 +70,11 @@ def test_report_page_in_headless_chromium(tmp_path):
     # The workload named <img src=x onerror=alert(1)> is shown as text and never becomes an element.
     assert seen["evil"] == {"asText": True, "asElement": 0}
     assert "CONSOLE" not in dom.stderr  # the page itself logs nothing, errors included
-    # bars and scaling for both workloads, heatmap, efficiency: each drawn by the browser
+    # bars and scaling for both workloads, heatmap, roofline: each drawn by the browser
     assert seen["plots"] == len(rep.plots) // 2 == 6 and seen["shown"] == 6
+    # The answer is the first thing on the page, one paragraph per workload, on the first screen.
+    assert seen["answer"]["first"] == "answer" and seen["answer"]["paragraphs"] == 2
+    assert seen["answer"]["top"] < 300
     timed = [float(v) for v in seen["order"] if v]
     assert timed == sorted(timed) and len(timed) > 10
     assert seen["order"][-1] == ""  # cases without a time sort last

@@ -8,12 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arraybench.errors import UsageError
-from arraybench.report import crossovers, table
+from arraybench.report import answer, bound, crossovers, gpu, table
 from arraybench.report.files import csv_text
 from arraybench.report.model import ReportData, environment_rows
-from arraybench.report.table import size_sort_key
 from arraybench.results import Results, atomic_write_text
-from arraybench.runner import format_seconds
 
 __all__ = ["Report", "publish", "write_all"]
 
@@ -26,39 +24,47 @@ class Report:
     warnings: tuple[str, ...]
     markdown: Path
     csv: Path
+    crossovers_csv: Path
     html: Path
     plots: tuple[Path, ...]
 
 
-def summary_text(data: ReportData, found: list[crossovers.Crossover]) -> str:
-    """Tables per machine, then the crossovers: what the terminal shows after a run."""
+def summary_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer]) -> str:
+    """Tables per machine, the crossovers, then the answer: what the terminal shows after a run,
+    its last lines the ones a reader sees without scrolling."""
     blocks = []
     for machine in data.machines:
         recs = [r for r in data.records if r["machine"] == machine]
         heading = f"machine {machine}\n\n" if len(data.machines) > 1 else ""
         blocks.append(heading + table.render_text(recs))
-    return "\n\n".join([*blocks, crossovers.render_text(data, found)])
+    lines = [f"  {a.title}{_at(data, a)}: {a.text()}" for a in said]
+    return "\n\n".join([*blocks, crossovers.render_text(data, found), "\n".join(["The answer:", *lines])])
 
 
-def fastest_lines(data: ReportData) -> list[str]:
-    """Per workload and size (and machine): the fastest correct backend·mode."""
-    best: dict[tuple, dict] = {}
-    for r in data.records:
-        if r["status"] == "ok" and r.get("median_s"):
-            key = (r["workload"], size_sort_key(r.get("size")), r["dtype"], r["machine"])
-            if key not in best or r["median_s"] < best[key]["median_s"]:
-                best[key] = r
-    return [f"{r['workload']} {data.size_param(r['workload'])}={r.get('size')} ({r['dtype']}): "
-            f"{data.label(r)}, {format_seconds(r['median_s'])} per call" for _, r in sorted(best.items())]
+def _at(data: ReportData, a: answer.Answer) -> str:
+    return f" @{a.machine}" if len(data.machines) > 1 else ""
 
 
-def markdown_text(data: ReportData, found: list[crossovers.Crossover], plots: Sequence[Path]) -> str:
+def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer],
+                  plots: Sequence[Path]) -> str:
+    """report.md: the answer per workload, the overview plots, then tables, crossovers and details."""
     md = ["# arraybench report", ""]
+    if line := table.unavailable_line(data.records):
+        md += [line, ""]
+    md += ["## The answer", ""]
+    md += [f"**{a.title}{_at(data, a)}.** {a.text()}\n" for a in said] or ["No case was correct.", ""]
+    svgs = [p for p in plots if p.suffix == ".svg"]
+    first = [p for p in svgs if p.stem == "speedup-heatmap" or p.stem.startswith("roofline")]
+    md += [*[f"![{p.stem}](plots/{p.name})" for p in first], ""]
     for machine in data.machines:
         recs = [r for r in data.records if r["machine"] == machine]
         md += [f"## {machine}", "", table.render_markdown(recs), ""]
-    md += ["## Crossovers", "", crossovers.render_text(data, found), "", "## Plots", ""]
-    md += [f"![{p.stem}](plots/{p.name})" for p in plots if p.suffix == ".svg"]
+    md += ["## Crossovers", "", crossovers.render_text(data, found), "", "## Why each case is as fast as it is", ""]
+    md += [f"- **{word}**: {meaning}" for word, meaning in bound.MEANING.items()]
+    md += [f"- {line}" for line in rate_notes(data)]
+    md += ["", *gpu.markdown(data.records)]
+    md += ["", "## More plots", ""]
+    md += [f"![{p.stem}](plots/{p.name})" for p in svgs if p not in first]
     md += ["", "## Environment and settings", ""]
     for machine in data.machines:
         if machine in data.headers:
@@ -67,8 +73,14 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], plots: Se
     return "\n".join(md)
 
 
+def rate_notes(data: ReportData) -> list[str]:
+    """Per workload (and device) whose GFLOP/s or GB/s is left empty: why."""
+    notes = {(r["workload"], r.get("device", "cpu"), r["no_rate"]) for r in data.records if r.get("no_rate")}
+    return [f"{wl} ({device}): no rate shown, {why}" for wl, device, why in sorted(notes)]
+
+
 def write_all(results: Sequence[Results], out_dir: Path) -> Report:
-    """Write report.md, results.csv, plots/*.svg|png and report.html for one or more results files."""
+    """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results files."""
     from arraybench.report.html import render_html
     from arraybench.report.plots import write_plots
 
@@ -78,6 +90,7 @@ def write_all(results: Sequence[Results], out_dir: Path) -> Report:
         raise UsageError(f"cannot write the report to {str(out_dir)!r}: {e.strerror}") from None
     data = ReportData.from_results(results)
     found = crossovers.crossovers(data)
+    said = answer.answers(data, found)
     try:
         plots = write_plots(data, found, out_dir)
         warnings: tuple[str, ...] = ()
@@ -86,11 +99,12 @@ def write_all(results: Sequence[Results], out_dir: Path) -> Report:
             raise
         plots, warnings = [], ("no plots: matplotlib is not installed (pip install 'arraybench[report]')",)
     files = tuple(p for plot in plots for p in (plot.svg, plot.png))
-    report = Report(summary_text(data, found), warnings, out_dir / "report.md", out_dir / "results.csv",
-                    out_dir / "report.html", files)
-    atomic_write_text(report.markdown, markdown_text(data, found, files))
+    report = Report(summary_text(data, found, said), warnings, out_dir / "report.md", out_dir / "results.csv",
+                    out_dir / "crossovers.csv", out_dir / "report.html", files)
+    atomic_write_text(report.markdown, markdown_text(data, found, said, files))
     atomic_write_text(report.csv, csv_text(data))
-    atomic_write_text(report.html, render_html(data, found, plots, fastest_lines(data), warnings))
+    atomic_write_text(report.crossovers_csv, crossovers.csv_text(found))
+    atomic_write_text(report.html, render_html(data, found, plots, said, rate_notes(data), warnings))
     return report
 
 
@@ -100,6 +114,6 @@ def publish(results: Sequence[Results], out_dir: Path) -> Report:
     print(report.summary)
     for w in report.warnings:
         print(f"arraybench: warning: {w}", file=sys.stderr)
-    print(f"\nreport: {report.html}  ({report.markdown.name}, {report.csv.name}, "
+    print(f"\nreport: {report.html}  ({report.markdown.name}, {report.csv.name}, {report.crossovers_csv.name}, "
           f"{len(report.plots)} plot files in {out_dir / 'plots'})", file=sys.stderr)
     return report

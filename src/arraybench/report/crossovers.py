@@ -1,20 +1,30 @@
-"""Crossovers: the size at which one backend·mode overtakes another, interpolated on the log-log curve."""
+"""Crossovers: the sizes between which one backend·mode overtakes another, bracketed by measured sizes."""
 
 from __future__ import annotations
 
-import math
+import csv
+import io
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from arraybench import bracket
 from arraybench.report.model import ReportData
 from arraybench.runner import format_seconds
+
+CSV_COLUMNS = ("workload", "dtype", "faster_below", "faster_above", "estimate", "bracket_lo", "bracket_hi",
+               "state", "size_param", "params", "machine", "next_size")
 
 
 @dataclass(frozen=True)
 class Crossover:
-    """Below `size` `faster_below` wins; above it `faster_above` does (both correct there)."""
+    """Below `size` `faster_below` wins; above it `faster_above` does (both correct there).
+
+    `lo` and `hi` are the measured sizes that hold it; `state` says whether they are close and
+    separated (bracketed), too far apart yet (open: `next_size` would narrow it), or the two are
+    within noise of each other there (tie).
+    """
 
     workload: str
     machine: str
@@ -25,10 +35,21 @@ class Crossover:
     faster_above: str
     size: float
     time_s: float
+    lo: float
+    hi: float
+    state: str
+    next_size: int | None = None
 
     def describe(self) -> str:
-        return (f"{self.workload} ({self.dtype}): {self.faster_above} overtakes {self.faster_below} at "
-                f"{self.size_param} ≈ {self.size:.3g} ({format_seconds(self.time_s)} per call)")
+        where = f"{self.workload} ({self.dtype})"
+        span = f"{self.size_param} = {self.lo:g} and {self.hi:g}"
+        if self.state == bracket.TIE:
+            return f"{where}: {self.faster_above} and {self.faster_below} tie within noise between {span}"
+        text = (f"{where}: {self.faster_above} overtakes {self.faster_below} at {self.size_param} ≈ "
+                f"{self.size:.3g} ({format_seconds(self.time_s)} per call), measured between {span}")
+        if self.state == bracket.OPEN:
+            text += f"; not bracketed yet: measure {self.size_param} = {self.next_size} to narrow it"
+        return text
 
 
 def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, dict[str, Any]]]]:
@@ -45,27 +66,33 @@ def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, dict[str, Any]
     return {k: v for k, v in out.items() if len({s for series in v.values() for s in series}) >= 2}
 
 
+def points(series: dict[float, dict[str, Any]]) -> dict[float, bracket.Point]:
+    """A label's records as bracket points: median and its 95 % interval."""
+    return {s: bracket.Point(s, r["median_s"], r["ci_low_s"], r["ci_high_s"]) for s, r in series.items()}
+
+
 def crossovers(data: ReportData) -> list[Crossover]:
-    """Every sign change of log(time A / time B) between neighbouring sizes both were measured at."""
+    """Every change of order between two backend·modes along a sweep, with its measured bracket."""
     found = []
     for (wl, machine, dtype, name, fixed), series in sweeps(data).items():
         for a, b in combinations(sorted(series), 2):
-            common = sorted(set(series[a]) & set(series[b]))
-            points = []
-            for s in common:
-                gap = math.log(series[a][s]["median_s"]) - math.log(series[b][s]["median_s"])
-                if gap != 0:  # an exact tie is not a side; the crossing lies between its neighbours
-                    points.append((s, gap))
-            for (s0, g0), (s1, g1) in zip(points, points[1:], strict=False):
-                if (g0 < 0) == (g1 < 0):
-                    continue
-                frac = g0 / (g0 - g1)
-                x = math.exp(math.log(s0) + frac * (math.log(s1) - math.log(s0)))
-                t0, t1 = series[a][s0]["median_s"], series[a][s1]["median_s"]
-                t = math.exp(math.log(t0) + frac * (math.log(t1) - math.log(t0)))
-                below, above = (a, b) if g0 < 0 else (b, a)
-                found.append(Crossover(wl, machine, dtype, fixed, name, below, above, x, t))
-    return sorted(found, key=lambda c: (c.workload, c.machine, c.size, c.faster_above))
+            for br in bracket.brackets(a, points(series[a]), b, points(series[b])):
+                found.append(Crossover(wl, machine, dtype, fixed, name, br.faster_below, br.faster_above,
+                                       br.estimate, br.time_s, br.lo, br.hi, br.state, br.next_size))
+    return sorted(found, key=lambda c: (c.workload, c.machine, c.dtype, c.size, c.faster_above))
+
+
+def csv_text(found: list[Crossover]) -> str:
+    """crossovers.csv: one row per crossover, its estimate and the measured sizes that bracket it."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for c in found:
+        params = ";".join(f"{k}={v}" for k, v in c.fixed)
+        w.writerow([c.workload, c.dtype, c.faster_below, c.faster_above, f"{c.size:.4g}", f"{c.lo:g}",
+                    f"{c.hi:g}", c.state, c.size_param, params, c.machine,
+                    "" if c.next_size is None else c.next_size])
+    return buf.getvalue()
 
 
 def render_text(data: ReportData, found: list[Crossover]) -> str:
@@ -75,4 +102,7 @@ def render_text(data: ReportData, found: list[Crossover]) -> str:
         if not swept:
             return "Crossovers: none (no workload was measured at two or more sizes)"
         return f"Crossovers: none; the order of backends does not change over the sizes of {', '.join(swept)}"
-    return "\n".join(["Crossovers (interpolated on log-log):", *[f"  {c.describe()}" for c in found]])
+    counts = {s: sum(c.state == s for c in found) for s in (bracket.BRACKETED, bracket.OPEN, bracket.TIE)}
+    head = (f"Crossovers ({counts[bracket.BRACKETED]} bracketed by measured sizes at most "
+            f"{bracket.MAX_RATIO:g}× apart, {counts[bracket.OPEN]} not yet, {counts[bracket.TIE]} ties within noise):")
+    return "\n".join([head, *[f"  {c.describe()}" for c in found]])

@@ -11,10 +11,12 @@ from string import Template
 from typing import Any
 
 from arraybench import __version__
+from arraybench.report import bound, gpu
+from arraybench.report.answer import Answer
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
-from arraybench.report.table import size_sort_key
+from arraybench.report.table import size_sort_key, size_text, unavailable_line
 from arraybench.results import FAILED
 from arraybench.runner import format_seconds
 
@@ -36,37 +38,72 @@ def status_badge(status: str) -> str:
     return f'<span class="status s-{e(status)}">{e(status)}</span>'
 
 
-def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], fastest: list[str],
-                warnings: tuple[str, ...] = ()) -> str:
+def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], said: list[Answer],
+                rate_notes: list[str], warnings: tuple[str, ...] = ()) -> str:
     counts = {s: sum(r["status"] == s for r in data.records)
               for s in ("ok", "wrong", *[f for f in FAILED if f != "wrong"], *NOT_RUN)}
     noisy = sum(bool(r.get("noisy")) for r in data.records)
     machines = ", ".join(data.machines)
+    overview = [p for p in plots if p.name == "speedup-heatmap" or p.name.startswith("roofline")]
+    notes = [f'<p class="muted">{e(w)}</p>' for w in warnings]
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         version=e(__version__),
         title="arraybench report",
         subtitle=e(f"{len(data.records)} cases on {machines} · generated {time.strftime('%Y-%m-%d %H:%M %Z')}"),
-        summary=summary_html(counts, noisy, found, fastest),
-        plots="\n".join([*(f'<p class="muted">{e(w)}</p>' for w in warnings), *(plot_html(p) for p in plots)])
+        answer=answer_html(data, said, counts, noisy),
+        overview="\n".join([*notes, *(plot_html(p) for p in overview)])
         or '<p class="muted">No plots: nothing was measured.</p>',
+        crossovers=crossovers_html(found),
+        plots="\n".join(plot_html(p) for p in plots if p not in overview)
+        or '<p class="muted">No plots per workload.</p>',
+        bounds=bounds_html(rate_notes),
+        gpu=gpu.html_section(data.records),
         results=results_table(data),
         problems=problems_html(data),
         environment=environment_html(data),
     )
 
 
-def summary_html(counts: dict[str, int], noisy: int, found: list[Crossover], fastest: list[str]) -> str:
+def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], noisy: int) -> str:
+    out = []
+    if line := unavailable_line(data.records):
+        out.append(f'<p class="unavailable">{e(line)}</p>')
+    many = len(data.machines) > 1
+    for a in said:
+        where = f" @{a.machine}" if many else ""
+        why = f' <span class="why">{e(a.why)}</span>' if a.why else ""
+        out.append(f'<p class="answer"><b>{e(a.title + where)}.</b> {e(a.verdict)}{why}</p>')
+    if not said:
+        out.append("<p>No case was correct: nothing to rank.</p>")
     cards = [(n, s) for s, n in counts.items() if n] + [(noisy, "noisy")]
-    out = ['<ul class="cards">'] + [f"<li><b>{n}</b>{e(s)}</li>" for n, s in cards] + ["</ul>"]
-    out.append("<h3>Fastest correct backend·mode</h3><ul>")
-    out += [f"<li>{e(line)}</li>" for line in fastest] or ["<li>none: no case was correct</li>"]
-    out.append("</ul><h3>Crossovers</h3>")
-    if found:
-        out.append('<p class="muted">Where one backend·mode overtakes another as the size grows, '
-                   'interpolated on the log-log curve between the two sizes around the crossing.</p>')
-        out.append('<ul class="crossovers">' + "".join(f"<li>{e(c.describe())}</li>" for c in found) + "</ul>")
-    else:
-        out.append('<p class="muted">None in the measured range.</p>')
+    out += ['<ul class="cards">', *[f"<li><b>{n}</b>{e(s)}</li>" for n, s in cards], "</ul>"]
+    return "\n".join(out)
+
+
+def crossovers_html(found: list[Crossover]) -> str:
+    if not found:
+        return '<p class="muted">None in the measured range: the order of backend·modes does not change.</p>'
+    head = ("<p class=\"muted\">Where one backend·mode overtakes another as the size grows. <i>bracketed</i>: two "
+            "measured sizes at most 2× apart hold it and the 95 % intervals separate at both; <i>open</i>: "
+            "the measured sizes are further apart (the size to measure next is named); <i>tie</i>: "
+            "the two are within noise of each other there. The same rows are in crossovers.csv.</p>")
+    rows = "".join(f"<tr><td>{e(c.workload)}</td><td>{e(c.dtype)}</td><td>{e(c.faster_below)}</td>"
+                   f"<td>{e(c.faster_above)}</td>{num_cell(c.size, size_text(c.size, True))}"
+                   f"{num_cell(c.lo, f'{c.lo:g}')}{num_cell(c.hi, f'{c.hi:g}')}<td>{e(c.state)}</td>"
+                   f"<td>{e(c.next_size or '')}</td></tr>" for c in found)
+    heads = "".join(f'<th scope="col">{h}</th>' for h in ("workload", "dtype", "faster below", "faster above",
+                                                         "estimate", "bracket low", "bracket high", "state",
+                                                         "measure next"))
+    return (f'{head}<div class="table-wrap"><table class="sortable" id="crossovers"><thead><tr>{heads}</tr>'
+            f"</thead><tbody>{rows}</tbody></table></div>")
+
+
+def bounds_html(rate_notes: list[str]) -> str:
+    items = "".join(f"<li><b>{e(w)}</b>: {e(m)}</li>" for w, m in bound.MEANING.items())
+    out = [f"<ul>{items}</ul>"]
+    if rate_notes:
+        out.append("<p>Empty GFLOP/s or GB/s cells, and why:</p><ul>"
+                   + "".join(f"<li>{e(n)}</li>" for n in rate_notes) + "</ul>")
     return "\n".join(out)
 
 
@@ -82,12 +119,13 @@ def results_table(data: ReportData) -> str:
     many = len(data.machines) > 1
     heads = (["machine"] if many else []) + [
         "workload", "size", "backend", "mode", "device", "dtype", "threads", "status", "median / call",
-        "IQR %", "speedup", "first call", "transfer", "GFLOP/s", "% peak FLOP/s", "GB/s", "% peak GB/s",
+        "IQR %", "harness / call", "bound", "speedup", "first call", "transfer", "FLOP/byte", "GFLOP/s",
+        "% peak FLOP/s", "GB/s", "% peak GB/s",
         "rel. error", "notes",
     ]
     rows = []
-    for r in sorted(data.records, key=lambda r: (r["machine"], r["workload"], size_sort_key(r.get("size")),
-                                                 data.label(r))):
+    shown = [r for r in data.records if r["status"] != "unavailable"]  # said once, above the answer
+    for r in sorted(shown, key=lambda r: (r["machine"], r["workload"], size_sort_key(r.get("size")), data.label(r))):
         med = r.get("median_s") if r["status"] == "ok" else None
         iqr = 100 * r["iqr_s"] / med if med and r.get("iqr_s") is not None else None
         notes = []
@@ -103,11 +141,13 @@ def results_table(data: ReportData) -> str:
             f"<td>{e(r.get('threads'))}</td>", f"<td>{status_badge(r['status'])}</td>",
             num_cell(med, format_seconds(med)),
             num_cell(iqr, f"±{iqr:.0f}%" if iqr is not None else ""),
+            num_cell(r.get("harness_s"), format_seconds(r.get("harness_s"))),
+            f"<td>{e(r.get('bound') or '')}</td>",
             num_cell(r.get("speedup"), f"{r['speedup']:.2f}×" if r.get("speedup") else ""),
             num_cell(r.get("first_call_s"), format_seconds(r.get("first_call_s"))),
             num_cell(r.get("transfer_s"), format_seconds(r.get("transfer_s"))),
             *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
-              for k in ("gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
+              for k in ("intensity", "gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
             num_cell(r.get("rel_err"), f"{r['rel_err']:.1e}" if r.get("rel_err") is not None else ""),
             f"<td class=\"notes\">{' '.join(notes)}</td>",
         ]
@@ -119,7 +159,7 @@ def results_table(data: ReportData) -> str:
 def problems_html(data: ReportData) -> str:
     groups = [
         ("Failed or wrong (never ranked)", [r for r in data.records if r["status"] in FAILED]),
-        ("Not run: unsupported or unavailable", [r for r in data.records if r["status"] in NOT_RUN]),
+        ("Not run: no implementation in that mode", [r for r in data.records if r["status"] == "unsupported"]),
         ("Noisy (IQR over 10% of the median: close other programs or raise --min-time)",
          [r for r in data.records if r.get("noisy")]),
     ]

@@ -8,10 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.measurement import Measurement
+from arraybench.report import bound
 from arraybench.report.table import speedups
 from arraybench.results import FAILED, Results, merge
+from arraybench.runner import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
+# Below this, the Python call the harness makes per timed call is a visible share: say how much.
+SUB_MICROSECOND_S = 1e-6
 
 
 @dataclass
@@ -78,7 +82,8 @@ def size_param(records: Sequence[dict[str, Any]]) -> str:
 
 
 def _derive(data: ReportData) -> None:
-    """Add speedup vs NumPy (same machine), quartiles, GFLOP/s, GB/s and % of that machine's peaks."""
+    """Add speedup vs NumPy (same machine), quartiles, the 95 % interval, GFLOP/s, GB/s, % of that
+    machine's peaks, arithmetic intensity, the bound and the harness's own per-call cost."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in data.records:
         groups[r["machine"]].append(r)
@@ -86,24 +91,36 @@ def _derive(data: ReportData) -> None:
         sp = speedups(group)
         for r in group:
             r["speedup"] = sp.get((r["id"], r.get("machine")))
+    floors = bound.dispatch_floors(data.records, data.label)
+    sweeps: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in data.records:
+        sweeps[(r["machine"], data.label(r), r["workload"], r["dtype"])].append(r)
+    flat = set().union(*map(bound.fixed_cost_dominates, sweeps.values()))
     for r in data.records:
         ok = r["status"] == "ok" and bool(r.get("median_s"))
         samples = r.get("samples_s") or []
         if ok and samples:
             m = Measurement(tuple(samples))
             r["q25_s"], r["q75_s"] = m.quantile(0.25), m.quantile(0.75)
+            r["ci_low_s"], r["ci_high_s"] = r.get("ci95_s") or m.ci95
         elif ok:
             half = (r.get("iqr_s") or 0.0) / 2
             r["q25_s"], r["q75_s"] = r["median_s"] - half, r["median_s"] + half
-        r["gflops"] = r["flops"] / r["median_s"] / 1e9 if ok and r.get("flops") else None
-        r["gbs"] = r["bytes"] / r["median_s"] / 1e9 if ok and r.get("bytes") else None
+            r["ci_low_s"], r["ci_high_s"] = r.get("ci95_s") or (r["q25_s"], r["q75_s"])
         peaks = data.peaks(r["machine"])
-        if r.get("device") == "gpu":  # a GPU case is judged by the GPU's own roofs
-            peaks = peaks.get("gpu") or {}
-        flop_peak = (peaks.get("matmul_gflops") or {}).get(r.get("dtype"))
-        bw_peak = peaks.get("bandwidth_gbs")
+        r["no_rate"] = bound.no_rate_reason(r, peaks) if ok else ""
+        moved = bound.moved_bytes(r, peaks) if ok else None
+        r["gflops"] = r["flops"] / r["median_s"] / 1e9 if ok and r.get("flops") else None
+        r["gbs"] = moved / r["median_s"] / 1e9 if moved else None
+        r["intensity"] = r["flops"] / r["bytes"] if r["gflops"] and r["gbs"] else None
+        flop_peak, bw_peak = bound.roofs(peaks, r.get("device", "cpu"), r.get("dtype"))
         r["pct_flop_peak"] = 100 * r["gflops"] / flop_peak if r["gflops"] and flop_peak else None
         r["pct_bw_peak"] = 100 * r["gbs"] / bw_peak if r["gbs"] and bw_peak else None
+        r["dispatch_floor_s"] = floors.get((r["machine"], data.label(r)))
+        r["bound"] = bound.classify(r, r["dispatch_floor_s"], peaks, r["id"] in flat)
+        harness = peaks.get("harness_call_s")
+        shown = ok and harness and r.get("device", "cpu") == "cpu" and r["median_s"] < SUB_MICROSECOND_S
+        r["harness_s"] = harness if shown else None
 
 
 def status_word(r: dict[str, Any]) -> str:
@@ -152,11 +169,12 @@ def environment_rows(header: dict[str, Any], records: Sequence[dict[str, Any]]) 
 
 
 def peaks_text(peaks: dict[str, Any]) -> str:
-    flops = peaks.get("matmul_gflops") or {}
-    parts = [f"matmul {dt} {v:.3g} GFLOP/s" for dt, v in sorted(flops.items())]
-    if peaks.get("bandwidth_gbs"):
-        parts.append(f"streaming {peaks['bandwidth_gbs']:.3g} GB/s")
-    if isinstance(peaks.get("gpu"), dict) and peaks["gpu"].get("bandwidth_gbs"):
-        parts.append(f"GPU: {peaks_text(peaks['gpu'])}")
+    parts = []
+    for where, p in (("", peaks), ("GPU ", peaks.get("gpu") or {})):
+        parts += [f"{where}matmul {dt} {v:.3g} GFLOP/s" for dt, v in sorted((p.get("matmul_gflops") or {}).items())]
+        if p.get("bandwidth_gbs"):
+            parts.append(f"{where}streaming {p['bandwidth_gbs']:.3g} GB/s")
+    if peaks.get("harness_call_s"):
+        parts.append(f"harness call {format_seconds(peaks['harness_call_s'])}")
     how = peaks.get("method", "not recorded (results from before peaks were measured)")
     return "; ".join(parts) + f" ({how})" if parts else how

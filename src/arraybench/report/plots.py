@@ -1,4 +1,4 @@
-"""Plots (SVG + PNG, matplotlib without a display): per-workload bars, scaling, speedup heatmap, efficiency."""
+"""Plots (SVG + PNG, matplotlib without a display): per-workload bars, scaling, speedup heatmap, roofline."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arraybench import bracket
+from arraybench.report import bound
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
-from arraybench.report.table import size_sort_key
+from arraybench.report.table import size_sort_key, size_text
 from arraybench.results import atomic_path
 from arraybench.runner import format_seconds
 
@@ -82,35 +84,51 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
 
     with matplotlib.rc_context(RC):
         dtypes = sorted({r["dtype"] for r in data.records})
-        for wl, all_recs in data.by_workload().items():
+        swept = sweeps(data)
+        for wl, all_recs in data.by_workload().items():  # per workload: its scaling, then its bars
+            for (wl_, machine, dtype, name, fixed), series in swept.items():
+                if wl_ != wl:
+                    continue
+                one = sum(k[0] == wl for k in swept) == 1
+                suffix = "" if one else "-" + slug(f"{machine}-{dtype}" + _fixed(fixed))
+                here = [c for c in found if (c.workload, c.machine, c.dtype, c.fixed) == (wl, machine, dtype, fixed)]
+                save(f"scaling-{slug(wl)}{suffix}", f"{wl}: scaling with {name}",
+                     f"Median time per call against {name}, log-log. Numbered rings mark where the fastest "
+                     "backend·mode changes, the grey bar the two measured sizes that bracket it; every "
+                     "crossover between any two backend·modes is in crossovers.csv.",
+                     scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
             for dtype in dtypes:
-                recs = [r for r in all_recs if r["dtype"] == dtype]
+                # Backends unavailable here are one line at the top of the report, not a bar each.
+                recs = [r for r in all_recs if r["dtype"] == dtype and r["status"] != "unavailable"]
                 suffix = f"-{dtype}" if len(dtypes) > 1 else ""
                 if recs:
                     save(f"bars-{slug(wl)}{suffix}", f"{wl}{suffix.replace('-', ' ')}: time per call",
                          "Median time per call (bars, IQR as error bars) beside the first call, which "
                          "holds tracing and compilation; log scale. Smallest and largest size side by side.",
                          bars_figure(data, wl, recs))
-        swept = sweeps(data)
-        for (wl, machine, dtype, name, fixed), series in swept.items():
-            one = sum(k[0] == wl for k in swept) == 1
-            suffix = "" if one else "-" + slug(f"{machine}-{dtype}" + _fixed(fixed))
-            here = [c for c in found if (c.workload, c.machine, c.dtype, c.fixed) == (wl, machine, dtype, fixed)]
-            save(f"scaling-{slug(wl)}{suffix}", f"{wl}: scaling with {name}",
-                 f"Median time per call against {name}, log-log; circles mark crossovers.",
-                 scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
         if heatmap_rows(data):
             save("speedup-heatmap", "Speedup over NumPy",
-                 "numpy·eager's median over each backend·mode's, per workload and size (rows without "
-                 "a correct numpy·eager case are left out); blue is faster than NumPy, red slower. "
+                 "numpy·eager's median over each backend·mode's, per workload at its smallest and largest "
+                 "size (the sizes between are in its scaling plot; rows without a correct numpy·eager case "
+                 "are left out); blue is faster than NumPy, red slower. "
                  "Hatched grey cells failed or were wrong and are not ranked.",
                  heatmap_figure(data))
-        if any(r.get("gflops") or r.get("gbs") for r in data.records):
-            save("efficiency", "Efficiency against this machine's peaks",
-                 "Achieved GFLOP/s and GB/s of each correct case; dashed lines are the peaks "
-                 "arraybench measured on the machine (BLAS matmul, streaming copy). Inputs small "
-                 "enough to stay in cache can beat the streaming peak: bytes are counted per pass.",
-                 efficiency_figure(data))
+        for machine in data.machines:
+            for dtype in dtypes:
+                here = [r for r in data.records if r["machine"] == machine and r["dtype"] == dtype]
+                pts = [r for r in here if r.get("intensity")]
+                if not pts:
+                    continue
+                left_out = sorted({f"{r['workload']} ({r['no_rate'].split(':')[0]})" for r in here if r.get("no_rate")})
+                where = f"-{slug(machine)}" if len(data.machines) > 1 else ""
+                save(f"roofline-{dtype}{where}", f"Roofline, {dtype}" + (f" @{machine}" if where else ""),
+                     "Achieved GFLOP/s against arithmetic intensity (FLOPs per byte moved), log-log; one "
+                     "point per correct case, colour by backend·mode, marker by workload, bigger for larger "
+                     "sizes. The roofs are this machine's measured peaks: BLAS matmul (compute) and a "
+                     "streaming copy (memory). Points above the memory roof have working sets that fit in "
+                     "cache; points far below both roofs are dispatch-bound. Cases that do no floating-point "
+                     "work or move no bytes (sort, rng, transfers on the CPU) are not drawn.",
+                     roofline_figure(data, machine, dtype, pts, left_out))
     return made
 
 
@@ -183,17 +201,31 @@ def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[
         hi = [r["q75_s"] - r["median_s"] for _, r in pts]
         style = "--" if "·eager" in label else "-"
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o" + style, ms=4, capsize=2, color=colour(label), label=label)
-    for c in found:
-        ax.plot(c.size, c.time_s, "o", ms=9, mfc="none", mec="black", mew=1.4, zorder=5)
-        ax.annotate(f"{c.faster_above} > {c.faster_below}\n{name} ≈ {c.size:.3g}", (c.size, c.time_s),
-                    textcoords="offset points", xytext=(7, 5), fontsize=7,
-                    bbox={"facecolor": "white", "alpha": 0.75, "pad": 1, "linewidth": 0})
-    if found:
-        ax.plot([], [], "o", ms=9, mfc="none", mec="black", mew=1.4, label="crossover")
+    key = lead_changes(series, found)
+    lines = []
+    for i, c in enumerate(key, 1):
+        # The bracket (measured sizes that hold the crossing) as a bar, the estimate as a ring.
+        ax.plot([c.lo, c.hi], [c.time_s, c.time_s], color="black", linewidth=3, alpha=0.5, zorder=5)
+        ax.plot(c.size, c.time_s, "o", ms=9, mfc="none", mec="black", mew=1.4, zorder=6)
+        ax.annotate(str(i), (c.size, c.time_s), textcoords="offset points", xytext=(0, 9 + 9 * ((i - 1) % 3)),
+                    ha="center", fontsize=8, fontweight="bold",
+                    bbox={"facecolor": "white", "alpha": 0.8, "pad": 0.5, "linewidth": 0})
+        verb = "ties with" if c.state == bracket.TIE else "overtakes"
+        lines.append(f"{i}: {c.faster_above} {verb} {c.faster_below} at {name} ≈ {c.size:.3g} "
+                     f"(measured between {c.lo:g} and {c.hi:g}: {c.state})")
+    if key:
+        ax.plot([], [], "o", ms=9, mfc="none", mec="black", mew=1.4, label="crossover (bar: bracket)")
+    rest = len(found) - len(key)
+    if rest:
+        lines.append(f"{rest} more crossover{'s' if rest > 1 else ''} between slower backend·modes: crossovers.csv")
+    if lines:
+        ax.text(0.0, -0.16, "\n".join(lines), transform=ax.transAxes, va="top", ha="left", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_text(v)))
+    sizes = [x for pts in series.values() for x in pts]
+    if max(sizes) / min(sizes) <= 300:  # two decades or less: label 2 and 5 between the powers of ten
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: size_text(v) if f"{v:g}"[0] in "25" else ""))
     ax.set_xlabel(f"{name} (log scale)")
     ax.set_ylabel("median time per call (log scale)")
     seconds_axis(ax)
@@ -202,20 +234,38 @@ def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[
     return fig
 
 
-def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, dict[str, Any]]]]:
-    """(row title, label -> record) per workload·size (and machine, dtype where they vary).
+def lead_changes(series: dict[str, dict[float, dict[str, Any]]], found: list[Crossover]) -> list[Crossover]:
+    """The crossovers where the fastest backend·mode changes: the ones a reader acts on."""
+    sizes = sorted({s for pts in series.values() for s in pts})
+    fastest = [min((lab for lab in series if s in series[lab]), key=lambda lab: series[lab][s]["median_s"])
+               for s in sizes]
+    pairs = {frozenset(p) for p in zip(fastest, fastest[1:], strict=False) if p[0] != p[1]}
+    return sorted((c for c in found if frozenset((c.faster_below, c.faster_above)) in pairs), key=lambda c: c.size)
 
-    Rows without a correct numpy·eager case have nothing to compare with and are left out.
+
+def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+    """(row title, label -> record) per workload at its smallest and largest size (and machine,
+    dtype where they vary). Rows without a correct numpy·eager case have nothing to compare with
+    and are left out.
     """
     many_machines = len(data.machines) > 1
     many_dtypes = len({r["dtype"] for r in data.records}) > 1
     rows: dict[tuple, dict[str, dict[str, Any]]] = {}
     for r in data.records:
+        if r["status"] == "unavailable":
+            continue
         key = (r["workload"], size_sort_key(r.get("size")), r["dtype"], r["machine"])
         rows.setdefault(key, {})[data.label(r)] = r
+    compared = {k: cells for k, cells in rows.items() if any(r.get("speedup") for r in cells.values())}
+    # A sweep's ends only: the sizes between are in its scaling plot, and a row per size would
+    # push the roofline below the first screens.
+    ends: dict[tuple, list[tuple]] = {}
+    for key in sorted(compared):
+        ends.setdefault((key[0], key[2], key[3]), []).append(key)
+    shown = {k for keys in ends.values() for k in (keys[0], keys[-1])}
     out = []
-    for (wl, _size, dtype, machine), cells in sorted(rows.items()):
-        if not any(r.get("speedup") for r in cells.values()):
+    for (wl, _size, dtype, machine), cells in sorted(compared.items()):
+        if (wl, _size, dtype, machine) not in shown:
             continue
         size_text = next(iter(cells.values())).get("size")
         title = f"{wl} · {data.size_param(wl)}={size_text}"
@@ -276,44 +326,60 @@ def heatmap_figure(data: ReportData) -> Any:
     return fig
 
 
-def efficiency_figure(data: ReportData) -> Any:
-    ok = [r for r in data.records if r.get("gflops") or r.get("gbs")]
-    many_dtypes = len({r["dtype"] for r in ok}) > 1
-    cats = sorted({(r["workload"], size_sort_key(r.get("size")), r.get("size"), r["dtype"]) for r in ok})
-    cat_index = {(wl, size, dtype): i for i, (wl, _k, size, dtype) in enumerate(cats)}
-    labels = data.labels(ok)
-    width = 0.8 / max(len(labels), 1)
-    fig, axes = _figure(min(15.0, max(8.0, 2.0 + 0.3 * len(cats) * max(len(labels), 2))), 5.0, 2)
-    panels = (("gflops", "achieved GFLOP/s", "matmul_gflops", "BLAS matmul peak", "GFLOP/s"),
-              ("gbs", "achieved GB/s", "bandwidth_gbs", "streaming copy peak", "GB/s"))
-    for ax, (field, ylabel, peak_key, peak_name, unit) in zip(axes, panels, strict=True):
-        for k, label in enumerate(labels):
-            pts = [(cat_index[(r["workload"], r.get("size"), r["dtype"])], r[field]) for r in ok
-                   if data.label(r) == label and r.get(field)]
-            if pts:
-                ax.bar([x - 0.4 + width * (k + 0.5) for x, _ in pts], [v for _, v in pts], width,
-                       color=colour(label), label=label)
-        for machine in data.machines:
-            peak = data.peaks(machine).get(peak_key)
-            values = peak.items() if isinstance(peak, dict) else [("", peak)] if peak else []
-            for dtype, v in values:
-                if dtype and dtype not in {r["dtype"] for r in ok}:
-                    continue
-                ax.axhline(v, linestyle="--", color="black", linewidth=1)
-                where = f" @{machine}" if len(data.machines) > 1 else ""
-                ax.annotate(f"{peak_name} {dtype} {v:.3g} {unit}{where}".replace("  ", " "), (0, v),
-                            xycoords=("axes fraction", "data"), textcoords="offset points",
-                            xytext=(4, 3), fontsize=8)
-        ax.set_yscale("log")
-        ax.set_ylabel(ylabel + " (log scale)")
-        ax.set_xticks(range(len(cats)), [f"{wl} · {size}" + (f" · {dtype}" if many_dtypes else "")
-                                         for wl, _k, size, dtype in cats], rotation=30, ha="right")
-        ax.grid(axis="x", visible=False)
-    measured = [m for m in data.machines if data.peaks(m).get("matmul_gflops")]
-    note = "" if measured else " (peaks not measured for this run)"
-    fig.suptitle(f"Achieved throughput against this machine's peaks{note}", fontsize=12)
-    handles, names = axes[0].get_legend_handles_labels()
-    if not handles:
-        handles, names = axes[1].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside lower center", ncols=min(len(names), 5), fontsize=8)
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
+
+
+def roofline_figure(data: ReportData, machine: str, dtype: str, pts: list[dict[str, Any]],
+                    left_out: list[str]) -> Any:
+    from matplotlib.lines import Line2D
+
+    fig, (ax,) = _figure(9.5, 5.6)
+    workloads = sorted({r["workload"] for r in pts})
+    marker = {wl: MARKERS[i % len(MARKERS)] for i, wl in enumerate(workloads)}
+    labels = data.labels(pts)
+    xs = [r["intensity"] for r in pts]
+    lo_x, hi_x = min(xs) / 3, max(xs) * 3
+    peaks = data.peaks(machine)
+    roofs = []
+    for device in sorted({r.get("device", "cpu") for r in pts}):
+        flop_roof, bw_roof = bound.roofs(peaks, device, dtype)
+        if flop_roof and bw_roof:
+            roofs.append((device.upper(), flop_roof, bw_roof))
+            lo_x, hi_x = min(lo_x, flop_roof / bw_roof / 3), max(hi_x, flop_roof / bw_roof * 3)
+    for name, flop_roof, bw_roof in roofs:
+        ridge = flop_roof / bw_roof
+        ax.plot([lo_x, ridge, hi_x], [lo_x * bw_roof, flop_roof, flop_roof], color="black", linewidth=1.4,
+                linestyle="-" if name == "CPU" else "--", zorder=1)
+        ax.annotate(f"{name} compute roof: matmul {flop_roof:.3g} GFLOP/s", (hi_x, flop_roof),
+                    textcoords="offset points", xytext=(-4, 4), ha="right", fontsize=8)
+        at = ridge / 8  # along the slope, left of the ridge, clear of the points below it
+        ax.annotate(f"{name} memory roof: {bw_roof:.3g} GB/s", (at, at * bw_roof), textcoords="offset points",
+                    xytext=(-6, 4), ha="right", va="bottom", fontsize=8,
+                    bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
+    sizes = [r["size"] for r in pts if isinstance(r.get("size"), int | float) and r["size"] > 0]
+    smallest, largest = (min(sizes), max(sizes)) if sizes else (1, 1)
+    for r in pts:
+        size = r.get("size")
+        frac = (math.log(size / smallest) / math.log(largest / smallest)
+                if isinstance(size, int | float) and size > 0 and largest > smallest else 1.0)
+        ax.scatter(r["intensity"], r["gflops"], s=18 + 70 * frac, marker=marker[r["workload"]],
+                   color=colour(data.label(r)), edgecolors="black", linewidths=0.4, alpha=0.85, zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo_x, hi_x)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte moved, log scale)")
+    ax.set_ylabel("achieved GFLOP/s (log scale)")
+    note = "" if roofs else " — peaks not measured for this run: no roofs"
+    ax.set_title(f"Roofline, {dtype}" + (f" @{machine}" if len(data.machines) > 1 else "") + note)
+    backend_handles = [Line2D([], [], linestyle="", marker="o", color=colour(lab), label=lab) for lab in labels]
+    workload_handles = [Line2D([], [], linestyle="", marker=marker[wl], color="#777777", label=wl)
+                        for wl in workloads]
+    first = ax.legend(handles=backend_handles, title="backend·mode", loc="upper left",
+                      bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.add_artist(first)
+    ax.legend(handles=workload_handles, title="workload (bigger: larger size)", loc="lower left",
+              bbox_to_anchor=(1.01, 0.0), fontsize=8)
+    if left_out:
+        ax.text(0.0, -0.13, "Not drawn (no FLOP/s or no bytes moved): " + "; ".join(left_out),
+                transform=ax.transAxes, va="top", fontsize=8, wrap=True)
     return fig

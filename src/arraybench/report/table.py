@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from arraybench.results import FAILED
 from arraybench.runner import format_seconds
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def row_label(r: dict[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
@@ -42,26 +45,60 @@ def size_sort_key(v: Any) -> tuple:
     return (0, v, "") if isinstance(v, int | float) else (1, 0, str(v))
 
 
+def size_text(v: float, estimate: bool = False) -> str:
+    """1000 → '1000', 1000000 → '10⁶', 21000 → '2.1·10⁴'; an estimate keeps two significant digits."""
+    if v < 1e4:
+        return f"{float(f'{v:.2g}'):g}" if estimate else f"{v:g}"
+    exp = math.floor(math.log10(v))
+    mant = f"{v / 10**exp:.2g}"
+    if mant == "10":
+        exp, mant = exp + 1, "1"
+    power = "10" + str(exp).translate(SUPERSCRIPT)
+    return power if mant == "1" else f"{mant}·{power}"
+
+
 def cell(r: dict[str, Any], speedup: float | None) -> str:
     status = r["status"]
     if status == "ok":
         iqr = 100 * r["iqr_s"] / r["median_s"] if r["median_s"] else 0.0
-        parts = [f"{format_seconds(r['median_s'])} ±{iqr:.0f}%"]
+        time = format_seconds(r["median_s"])
+        if r.get("harness_s"):
+            time += f" (harness {format_seconds(r['harness_s'])})"
+        parts = [f"{time} ±{iqr:.0f}%"]
         if speedup is not None:
             parts.append(f"{speedup:.2f}×")
         if r.get("first_call_s") is not None:
             parts.append(f"1st {format_seconds(r['first_call_s'])}")
+        if r.get("bound"):
+            parts.append(r["bound"])
         return " · ".join(parts) + (" (noisy)" if r.get("noisy") else "")
     if status == "wrong":
-        return f"WRONG (rel err {r.get('rel_err', float('nan')):.1e})"
+        err = r.get("rel_err")  # null in the file when the output held NaN or inf
+        return f"WRONG (rel err {err:.1e})" if err is not None else "WRONG (rel err not finite)"
     return status.upper() if status in FAILED else status
 
 
+def unavailable(records: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Backend -> why it could not run here: said once, not in a row per case."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r["status"] == "unavailable":
+            out.setdefault(r["backend"], r.get("error") or "unavailable")
+    return dict(sorted(out.items()))
+
+
+def unavailable_line(records: Iterable[dict[str, Any]]) -> str:
+    gone = unavailable(records)
+    return "Not available here: " + "; ".join(f"{b} ({why})" for b, why in gone.items()) if gone else ""
+
+
 def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
-    """Per workload and dtype: (title, header, rows, notes). Notes carry every failure's reason."""
+    """Per workload and dtype: (title, header, rows, notes). Notes carry every failure's reason, once
+    per backend·mode; backends unavailable on this machine get no row (see `unavailable_line`)."""
     by_wl: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        by_wl[(r["workload"], r["dtype"])].append(r)
+        if r["status"] != "unavailable":
+            by_wl[(r["workload"], r["dtype"])].append(r)
     sp = speedups(records)
     out = []
     for wl, dtype in sorted(by_wl):
@@ -84,11 +121,16 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
             if ok:
                 fastest = min(ok, key=lambda r: r["median_s"])
                 best.append(f"size {s}: fastest correct is {row_label(fastest, devices, machines)} ({format_seconds(fastest['median_s'])})")
-        notes = best + sorted(
-            {f"{row_label(r, devices, machines)} at size {r.get('size')}: {r['status']} — {r['error']}"
-             for r in recs if r["status"] not in ("ok",) and r.get("error")}
-        )
-        title = f"{wl} ({dtype}; median per call ± IQR · speedup vs numpy · first call)"
+        reasons: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
+        for r in recs:
+            if r["status"] != "ok" and r.get("error"):
+                reasons[(row_label(r, devices, machines), r["status"], r["error"])].append(r.get("size"))
+        notes = best + [
+            f"{label}{'' if len(at) == len(sizes) else ' at size ' + ', '.join(map(str, sorted(at, key=size_sort_key)))}"
+            f": {status} — {error}"
+            for (label, status, error), at in sorted(reasons.items())
+        ]
+        title = f"{wl} ({dtype}; median per call ± IQR · speedup vs numpy · first call · bound)"
         out.append((title, header, rows, notes))
     return out
 
@@ -101,7 +143,7 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def render_text(records: list[dict[str, Any]]) -> str:
-    blocks = []
+    blocks = [line] if (line := unavailable_line(records)) else []
     for title, header, rows, notes in tables(records):
         blocks.append("\n".join([title, text_table(header, rows), *[f"  {n}" for n in notes]]))
     return "\n\n".join(blocks)

@@ -22,7 +22,7 @@ from arraybench.workloads.linreg import linreg, linreg_autodiff
 OPERATIONS = (
     elementwise.add, elementwise.mul, elementwise.sin,
     *matmul.ALL,
-    grad.grad, fft.fft, sort.sort, poly.poly, selu.selu,
+    grad.grad, fft.fft, sort.sort, poly.poly, poly.poly_as_written, selu.selu,
     *transfer.ALL,
     rng.rng,
     retrace.cached, retrace.new_shape,

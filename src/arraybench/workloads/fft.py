@@ -10,13 +10,14 @@ import numpy as np
 
 from arraybench.workloads.base import Workload
 from arraybench.workloads.common import eps, norm_check, register_everywhere
+from arraybench.workloads.sizes import log_sweep
 
 fft = Workload(
     name="fft",
     description="complex 1-D forward FFT (document 002)",
     defaults={"n": 1_000},
     size_param="n",
-    presets={"small": {"n": 1_000}, "large": {"n": 1_000_000}},
+    presets={"small": {"n": 1_000}, "large": {"n": 1_000_000}, "sweep": log_sweep("n", 100, 1_000_000)},
     flops=lambda n: 5.0 * n * np.log2(n),  # the customary count for a complex radix-2 FFT
     bytes=lambda n, itemsize: 4.0 * n * itemsize,  # complex in and out: two reals each
 )

@@ -14,13 +14,14 @@ import numpy as np
 
 from arraybench.backends.base import Backend
 from arraybench.workloads.base import Workload
+from arraybench.workloads.sizes import log_sweep
 
 grad = Workload(
     name="grad",
     description="∇w of Σ(w·x)² by autodiff, analytically, or by finite differences (document 003)",
     defaults={"n": 100},
     size_param="n",
-    presets={"small": {"n": 100}, "large": {"n": 10_000}},
+    presets={"small": {"n": 100}, "large": {"n": 10_000}, "sweep": log_sweep("n", 10, 10_000)},
     flops=lambda n: 6.0 * n,
     bytes=lambda n, itemsize: 3.0 * n * itemsize,
     # Sized for finite differences: rounding in the float32 loss (≈ n·eps) over the step h = 1.

@@ -14,6 +14,7 @@ import numpy as np
 from arraybench.backends.base import Backend
 from arraybench.workloads.base import Workload
 from arraybench.workloads.common import NO_FUSE, eps, norm_check, register_everywhere
+from arraybench.workloads.sizes import log_sweep
 
 
 def _make(name: str, description: str, presets: dict[str, Any], default_presets: tuple[str, ...]) -> Workload:
@@ -31,7 +32,8 @@ def _make(name: str, description: str, presets: dict[str, Any], default_presets:
 
 matmul = _make(
     "matmul", "C = A·B of random n×n matrices (documents 002, 003)",
-    {"small": {"n": 100}, "large": {"n": 2_000}, "huge": {"n": 10_000}}, ("small", "large"),
+    {"small": {"n": 100}, "large": {"n": 2_000}, "huge": {"n": 10_000}, "sweep": log_sweep("n", 16, 2048, 8)},
+    ("small", "large"),
 )
 matmul_3000 = _make(
     "matmul_3000", "C = A·B at 3000², result left on the device (document 004)",

@@ -13,6 +13,7 @@ import numpy as np
 
 from arraybench.backends.base import Backend
 from arraybench.workloads.base import Check, Workload, leaves
+from arraybench.workloads.sizes import log_sweep
 
 SEED = 0
 
@@ -21,8 +22,8 @@ rng = Workload(
     description="n×n standard normal samples from each framework's generator (document 004)",
     defaults={"n": 1_000},
     size_param="n",
-    presets={"small": {"n": 1_000}, "large": {"n": 3_000}},
-    flops=lambda n: float(n * n),  # one per sample: GFLOP/s reads as billions of samples/s
+    presets={"small": {"n": 1_000}, "large": {"n": 3_000}, "sweep": log_sweep("n", 32, 4096, 8)},
+    # No FLOP count: drawing a normal sample is no fixed number of floating-point operations.
     bytes=lambda n, itemsize: float(n * n * itemsize),
 )
 

@@ -11,6 +11,7 @@ import numpy as np
 from arraybench.backends.base import Backend
 from arraybench.workloads.base import Workload
 from arraybench.workloads.common import numba_compiled
+from arraybench.workloads.sizes import log_sweep
 
 ALPHA, LAMBDA = 1.67, 1.05  # document 004's constants
 
@@ -19,7 +20,7 @@ selu = Workload(
     description="SELU activation on an n×n matrix, eager vs JIT built once (document 004)",
     defaults={"n": 1_000},
     size_param="n",
-    presets={"small": {"n": 1_000}, "large": {"n": 3_000}},
+    presets={"small": {"n": 1_000}, "large": {"n": 3_000}, "sweep": log_sweep("n", 32, 4096, 8)},
     flops=lambda n: 5.0 * n * n,  # compare, exp, multiply, subtract, scale
     bytes=lambda n, itemsize: 2.0 * n * n * itemsize,
     rtol={"float32": 1e-5, "float64": 1e-12},

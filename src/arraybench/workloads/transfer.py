@@ -13,6 +13,7 @@ import numpy as np
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.workloads.base import Workload
 from arraybench.workloads.common import exact_check
+from arraybench.workloads.sizes import log_sweep
 
 
 def _make(name: str, description: str, host_args: bool) -> Workload:
@@ -21,7 +22,7 @@ def _make(name: str, description: str, host_args: bool) -> Workload:
         description=description,
         defaults={"n": 1_000},
         size_param="n",
-        presets={"small": {"n": 1_000}, "large": {"n": 3_000}},
+        presets={"small": {"n": 1_000}, "large": {"n": 3_000}, "sweep": log_sweep("n", 32, 4096, 8)},
         # No arithmetic, so no FLOP count: the figure that matters is GB/s.
         bytes=lambda n, itemsize: float(n * n * itemsize),
         host_args=host_args,

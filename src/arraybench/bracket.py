@@ -1,0 +1,118 @@
+"""Bracketing crossovers: where two backend·modes change order, and which size to measure next to pin it down.
+
+Pure functions over measured points, so the run layer can call them between rounds of
+measurement and the report can call them on what was measured. A crossover is *bracketed* when
+two measured sizes at most `MAX_RATIO` apart hold it and the two timing intervals separate at
+both (one side is faster below, the other above, beyond noise). When every gap between measured
+sizes inside the bracket is already that narrow and the intervals in between still overlap, more
+sizes cannot separate them: the two are a *tie* within noise there. Otherwise the bracket is
+*open* and `next_size` is the geometric midpoint of its widest gap.
+
+The hook in the run layer (see docs/report.md): after measuring a workload's sweep, call
+`proposals(series)`; measure each proposed size for the labels named; repeat until it is empty.
+Each round halves the log-width of a gap, so a 1000× range needs about four rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import combinations
+
+# Two measured sizes at most this far apart bound a crossover tightly enough to act on.
+MAX_RATIO = 2.0
+
+BRACKETED, TIE, OPEN = "bracketed", "tie", "open"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured case: its size, median time per call and an interval around the median."""
+
+    size: float
+    median: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Bracket:
+    """A change of order between `a` and `b`: `faster_below` wins at `lo`, `faster_above` at `hi`.
+
+    `estimate` is where the medians cross, interpolated on the log-log curve between the two
+    measured sizes around the sign change; `next_size` is set only when `state` is OPEN.
+    """
+
+    faster_below: str
+    faster_above: str
+    lo: float
+    hi: float
+    estimate: float
+    time_s: float
+    state: str
+    next_size: int | None = None
+
+
+def side(a: Point, b: Point) -> int:
+    """-1 when a's interval lies wholly below b's (a faster), +1 when b's lies below a's, 0 when they overlap."""
+    if a.high < b.low:
+        return -1
+    if b.high < a.low:
+        return 1
+    return 0
+
+
+def _gap_sign(a: Point, b: Point) -> int:
+    return (a.median > b.median) - (a.median < b.median)
+
+
+def _midpoint(lo: float, hi: float) -> int | None:
+    """The integer size at the geometric middle of (lo, hi); None when no integer lies strictly between."""
+    mid = round(math.sqrt(lo * hi))
+    return mid if lo < mid < hi else None
+
+
+def brackets(name_a: str, a: Mapping[float, Point], name_b: str, b: Mapping[float, Point]) -> list[Bracket]:
+    """Every change of order between series `a` and `b` over the sizes both were measured at."""
+    sizes = sorted(set(a) & set(b))
+    signs = [(s, _gap_sign(a[s], b[s])) for s in sizes]
+    signs = [(s, g) for s, g in signs if g != 0]  # an exact tie is not a side
+    found: dict[tuple[float, float], Bracket] = {}
+    for (s0, g0), (s1, g1) in zip(signs, signs[1:], strict=False):
+        if g0 == g1:
+            continue
+        # Widen to the nearest sizes where the intervals separate on each side of the flip.
+        below = [s for s in sizes if s <= s0 and side(a[s], b[s]) == g0]
+        above = [s for s in sizes if s >= s1 and side(a[s], b[s]) == g1]
+        lo = below[-1] if below else sizes[0]
+        hi = above[0] if above else sizes[-1]
+        if (lo, hi) in found:
+            continue  # noise flipping the medians twice inside one bracket is one crossover
+        inside = [s for s in sizes if lo <= s <= hi]
+        widest = max(zip(inside, inside[1:], strict=False), key=lambda g: g[1] / g[0])
+        separated = bool(below) and bool(above)
+        nxt = _midpoint(*widest) if widest[1] / widest[0] > MAX_RATIO else None
+        if nxt is not None:
+            state = OPEN
+        elif separated and (hi / lo <= MAX_RATIO or _midpoint(lo, hi) is None):
+            state = BRACKETED
+        else:
+            state = TIE
+        frac = math.log(a[s0].median / b[s0].median) / (
+            math.log(a[s0].median / b[s0].median) - math.log(a[s1].median / b[s1].median))
+        x = math.exp(math.log(s0) + frac * math.log(s1 / s0))
+        t = math.exp(math.log(a[s0].median) + frac * math.log(a[s1].median / a[s0].median))
+        below_name, above_name = (name_a, name_b) if g0 < 0 else (name_b, name_a)
+        found[(lo, hi)] = Bracket(below_name, above_name, lo, hi, x, t, state, nxt)
+    return list(found.values())
+
+
+def proposals(series: Mapping[str, Mapping[float, Point]]) -> dict[int, set[str]]:
+    """Sizes to measure next, each with the labels whose open brackets need it; empty when done."""
+    out: dict[int, set[str]] = {}
+    for name_a, name_b in combinations(sorted(series), 2):
+        for br in brackets(name_a, series[name_a], name_b, series[name_b]):
+            if br.next_size is not None:
+                out.setdefault(br.next_size, set()).update((name_a, name_b))
+    return out

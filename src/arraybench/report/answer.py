@@ -1,0 +1,181 @@
+"""The answer first: one short paragraph per workload in plain words — who is fastest where, by how much, and why."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from arraybench import bracket
+from arraybench.report import bound
+from arraybench.report.crossovers import Crossover
+from arraybench.report.model import ReportData
+from arraybench.report.table import size_text
+from arraybench.runner import format_seconds
+
+# A per-call cost is worth naming when it is at least this many times the fastest call at that size.
+COSTLY_CALL = 2.0
+MAX_NAMED_COSTS = 3
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One workload's verdict (per dtype, and machine where there are several) and its one-line why."""
+
+    workload: str
+    dtype: str
+    machine: str
+    verdict: str
+    why: str
+
+    @property
+    def title(self) -> str:
+        return f"{self.workload} ({self.dtype})"
+
+    def text(self) -> str:
+        return f"{self.verdict} {self.why}".strip()
+
+
+def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
+    """Every workload with a correct case, in the report's order."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in data.records:
+        if r["status"] != "unavailable":
+            groups[(r["workload"], r["dtype"], r["machine"])].append(r)
+    out = []
+    for (wl, dtype, machine), recs in sorted(groups.items()):
+        ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
+        if not ok:
+            continue
+        here = [c for c in found if (c.workload, c.dtype, c.machine) == (wl, dtype, machine)]
+        name = data.size_param(wl)
+        verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
+        out.append(Answer(wl, dtype, machine, verdict, _why(data, name, ok)))
+    return out
+
+
+def _complete_sizes(data: ReportData, recs: list[dict[str, Any]]) -> set[Any]:
+    """Sizes at which every backend·mode of the sweep was planned: bisection adds sizes for two
+    backend·modes only, and the fastest of two is not the fastest of all."""
+    sizes = {r.get("size") for r in recs}
+    at: dict[str, set[Any]] = defaultdict(set)
+    for r in recs:
+        at[data.label(r)].add(r.get("size"))
+    core = [lab for lab, got in at.items() if 2 * len(got) >= len(sizes)]
+    return {s for s in sizes if all(s in at[lab] for lab in core)}
+
+
+def _at(recs: list[dict[str, Any]], size: Any) -> list[dict[str, Any]]:
+    return sorted((r for r in recs if r.get("size") == size), key=lambda r: r["median_s"])
+
+
+def _sizes(recs: list[dict[str, Any]]) -> list[Any]:
+    numeric = sorted({r["size"] for r in recs if isinstance(r.get("size"), int | float)})
+    return numeric or sorted({str(r.get("size")) for r in recs})
+
+
+def _lead(data: ReportData, ranked: list[dict[str, Any]]) -> str:
+    """'1.9× ahead of torch·eager' (and of numpy·eager where that is not the runner-up)."""
+    if len(ranked) < 2:
+        return "the only correct backend·mode"
+    best, second = ranked[0], ranked[1]
+    text = f"{_ratio(second['median_s'] / best['median_s'])} ahead of {data.label(second)}"
+    numpy = next((r for r in ranked[2:] if r["backend"] == "numpy" and r["mode"] == "eager"), None)
+    if numpy is not None:
+        text += f" and {_ratio(numpy['median_s'] / best['median_s'])} ahead of {data.label(numpy)}"
+    return text
+
+
+def _ratio(x: float) -> str:
+    """1.9× for clear leads; a percentage where a × figure would round to 1."""
+    if x < 1.1:
+        return f"{100 * (x - 1):.0f} %"
+    return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
+
+
+def _verdict(data: ReportData, name: str, recs: list[dict[str, Any]], complete: set[Any],
+             found: list[Crossover]) -> str:
+    sizes = [s for s in _sizes(recs) if s in complete] or _sizes(recs)
+    runs: list[tuple[str, list[Any]]] = []  # the fastest backend·mode and the sizes where it leads
+    for s in sizes:
+        label = data.label(_at(recs, s)[0])
+        if runs and runs[-1][0] == label:
+            runs[-1][1].append(s)
+        else:
+            runs.append((label, [s]))
+    last, top = sizes[-1], _at(recs, sizes[-1])
+    at_last = f"at {name} = {size_text(last) if isinstance(last, int | float) else last}"
+    if len(sizes) == 1:
+        text = (f"At {name} = {last}, {runs[0][0]} is fastest ({format_seconds(top[0]['median_s'])} per call), "
+                f"{_lead(data, top)}.")
+    elif len(runs) == 1:
+        text = (f"{runs[0][0]} is fastest at every measured {name} ({size_text(sizes[0])} to {size_text(last)}); "
+                f"{at_last} it is {_lead(data, top)}.")
+    else:
+        text = f"{runs[0][0]} is fastest"
+        for (a, sa), (b, sb) in zip(runs, runs[1:], strict=False):
+            text += f" {_change(name, a, b, sa[-1], sb[0], found)}, {b}"
+        text += f", {_lead(data, top)} {at_last}."
+    return " ".join([text, *_costs(data, name, recs, sizes[0])])
+
+
+def _change(name: str, a: str, b: str, s0: float, s1: float, found: list[Crossover]) -> str:
+    """'below n ≈ 3100; above': where the lead passes from a to b, as closely as measured."""
+    c = next((c for c in found if {c.faster_below, c.faster_above} == {a, b} and c.lo < s1 and c.hi > s0), None)
+    if c is None or c.state == bracket.OPEN:
+        return f"up to {name} = {size_text(s0)}; from {name} = {size_text(s1)} (not bracketed more closely)"
+    if c.state == bracket.TIE:
+        return (f"below {name} ≈ {size_text(c.size, True)} (within noise of each other from "
+                f"{size_text(c.lo)} to {size_text(c.hi)}); above")
+    return f"below {name} ≈ {size_text(c.size, True)}; above"
+
+
+def _costs(data: ReportData, name: str, recs: list[dict[str, Any]], smallest: Any) -> list[str]:
+    """'jax·jit ~7 µs': backend·modes whose smallest case is dispatch-bound and costly per call.
+
+    A GPU case's cost per call is one synced call alone (`latency_s`) where it was measured: what a
+    caller that needs each result pays, launch included; its pipelined median hides the launch."""
+    ranked = _at(recs, smallest)
+
+    def cost(r: dict[str, Any]) -> float:
+        return r.get("latency_s") or r["median_s"]
+
+    cheapest = min(ranked, key=cost)
+    costly = [r for r in ranked if r.get("bound") == bound.DISPATCH and cost(r) >= COSTLY_CALL * cost(cheapest)]
+    costly = sorted(costly, key=lambda r: -cost(r))[:MAX_NAMED_COSTS]
+    if not costly:
+        return []
+    named = ", ".join(f"{data.label(r)} ~{format_seconds(cost(r))}" for r in costly)
+    where = size_text(smallest) if isinstance(smallest, int | float) else smallest
+    return [f"Per call at {name} = {where}: {named}, against {format_seconds(cost(cheapest))} for "
+            f"{data.label(cheapest)}."]
+
+
+def _why(data: ReportData, name: str, recs: list[dict[str, Any]]) -> str:
+    """One line: what bounds the fastest case at the smallest and at the largest size (the words
+    are explained once, beside the tables)."""
+    sizes = _sizes(recs)
+    shown = [sizes[0]] if len(sizes) == 1 else [sizes[0], sizes[-1]]
+    said = []
+    for s in shown:
+        fastest = _at(recs, s)[0]
+        word = fastest.get("bound")
+        if not word:
+            continue
+        flop_roof, bw_roof = bound.roofs(data.peaks(fastest["machine"]), fastest.get("device", "cpu"),
+                                         fastest["dtype"])
+        detail = ""
+        if word in (bound.MEMORY, bound.COMPUTE) and fastest.get("intensity") and flop_roof and bw_roof:
+            detail = f" ({_figure(fastest['intensity'])} FLOP/byte, ridge {_figure(flop_roof / bw_roof)})"
+        elif word == bound.COMPUTE and fastest.get("gbs") and bw_roof:
+            detail = f" (streams {_figure(fastest['gbs'])} of {_figure(bw_roof)} GB/s: the work, not memory)"
+        said.append((s, word, detail))
+    if not said:
+        return ""
+    if len(said) == 1 or said[0][1] == said[1][1]:
+        return f"Why: {said[-1][1]}-bound{said[-1][2]}" + (" at both ends." if len(said) == 2 else ".")
+    return "Why: " + "; ".join(f"{w}-bound at {name} = {size_text(s)}{d}" for s, w, d in said) + "."
+
+
+def _figure(x: float) -> str:
+    return f"{x:.2g}" if x < 100 else f"{x:,.0f}"

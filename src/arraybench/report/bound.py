@@ -1,0 +1,121 @@
+"""Why a case is as fast as it is: one word per case (dispatch, memory, compute, page-faults, transfer)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+DISPATCH, MEMORY, COMPUTE, PAGE_FAULTS, TRANSFER = "dispatch", "memory", "compute", "page-faults", "transfer"
+
+# Within this factor of the backend·mode's cheapest call in the run, the call costs more than the work.
+DISPATCH_FACTOR = 2.0
+# Along a sweep, t = c + k·w (a fixed cost c per call, k per unit of work w). If a call with at
+# least 4× the work takes at most 2.5× as long, (c + 4kw) ≤ 2.5 (c + kw) gives c ≥ kw: the fixed
+# cost is at least half of this call's time.
+MORE_WORK, AT_MOST_SLOWER = 4.0, 2.5
+# A cheapest call slower than this was not a near-empty call: that backend·mode gets no dispatch floor.
+DISPATCH_FLOOR_MAX_S = 1e-4
+# What one minor page fault costs a kernel that takes it: measured on the 2-core VM of issue 11,
+# (41.8 − 11.2) ms per call over 15 583 extra faults per call, about 2 µs each (zeroing a page included).
+FAULT_COST_S = 2e-6
+# Page faults explain the time when their estimated cost is at least this share of it.
+PAGE_FAULT_SHARE = 0.5
+# A case with no FLOP count that streams at least this share of the memory roof is memory-bound.
+STREAMING_SHARE = 0.5
+# On a CPU a framework's "device" is host memory: it may copy or hand back a view.
+TRANSFER_WORKLOADS = frozenset({"transfer_to_device", "transfer_to_host"})
+
+MEANING = {
+    DISPATCH: "per-call overhead (Python, framework dispatch, kernel launch) outweighs the work: measured as a "
+              "time within 2× of the backend·mode's cheapest call, or one that hardly grows with 4× the work",
+    MEMORY: "moving bytes limits it: its arithmetic intensity (FLOPs per byte) is left of the roofline's ridge",
+    COMPUTE: "arithmetic limits it: right of the ridge, under the compute roof (or, without FLOPs, it streams "
+             "under half the memory roof)",
+    PAGE_FAULTS: "the kernel mapping fresh pages takes most of the time (minor page faults per call × ~2 µs)",
+    TRANSFER: "the copy between host and device is the time",
+}
+
+
+def roofs(peaks: dict[str, Any], device: str, dtype: str) -> tuple[float | None, float | None]:
+    """(peak GFLOP/s, peak GB/s) of the machine the case ran on: the GPU's where it ran on one."""
+    here = (peaks.get("gpu") or {}) if device == "gpu" else peaks
+    return (here.get("matmul_gflops") or {}).get(dtype), here.get("bandwidth_gbs")
+
+
+def moved_bytes(r: dict[str, Any], peaks: dict[str, Any]) -> float | None:
+    """The bytes one call moves, or None where they are not known to move: a transfer on the CPU,
+    or one faster than the host's own streaming bandwidth (it handed back memory it had)."""
+    if r["workload"] not in TRANSFER_WORKLOADS:
+        return r.get("bytes")
+    if r.get("device", "cpu") == "cpu":
+        return None
+    host_bw = peaks.get("bandwidth_gbs")
+    if r.get("median_s") and host_bw and r["bytes"] / r["median_s"] / 1e9 > host_bw:
+        return None
+    return r.get("bytes")
+
+
+def no_rate_reason(r: dict[str, Any], peaks: dict[str, Any]) -> str:
+    """Why a case's GFLOP/s or GB/s is left empty ('' when both are real); the words before the colon
+    are its short form."""
+    if r.get("bytes") and moved_bytes(r, peaks) is None:
+        if r.get("device", "cpu") != "cpu":
+            return ("no bytes moved: faster than the host's streaming bandwidth, so the framework returned "
+                    "a copy it already had; no GB/s is claimed")
+        return ("no bytes moved: on the CPU a transfer stays in host memory (a framework may copy or "
+                "return a view), so no GB/s is claimed")
+    if r.get("flops") is None and r.get("bytes"):
+        return "no FLOPs: its work is not floating-point arithmetic, so no GFLOP/s is claimed"
+    return ""
+
+
+def dispatch_floors(records: Iterable[dict[str, Any]], label: Any) -> dict[tuple, float]:
+    """Per (machine, label): the cheapest correct call in the run, the closest thing to an empty call."""
+    floors: dict[tuple, float] = {}
+    for r in records:
+        if r["status"] == "ok" and r.get("median_s"):
+            key = (r["machine"], label(r))
+            floors[key] = min(floors.get(key, r["median_s"]), r["median_s"])
+    return {k: v for k, v in floors.items() if v <= DISPATCH_FLOOR_MAX_S}
+
+
+def work(r: dict[str, Any]) -> float | None:
+    """What grows with the size: FLOPs, else bytes, else the size itself."""
+    size = r.get("size")
+    return r.get("flops") or r.get("bytes") or (float(size) if isinstance(size, int | float) else None)
+
+
+def fixed_cost_dominates(series: list[dict[str, Any]]) -> set[str]:
+    """Ids of the cases of one backend·mode's sweep whose time hardly grows with their work."""
+    pts = [(work(r), r) for r in series if r["status"] == "ok" and r.get("median_s") and work(r)]
+    return {r["id"] for w, r in pts
+            if any(w2 >= MORE_WORK * w and r2["median_s"] <= AT_MOST_SLOWER * r["median_s"] for w2, r2 in pts)}
+
+
+def classify(r: dict[str, Any], floor_s: float | None, peaks: dict[str, Any], flat: bool = False) -> str | None:
+    """The bound of one correct case, or None when nothing measured says which.
+
+    `floor_s` is the backend·mode's cheapest call in the run; `flat` says its time hardly grows
+    along its sweep (`fixed_cost_dominates`)."""
+    if r["status"] != "ok" or not r.get("median_s"):
+        return None
+    median, device = r["median_s"], r.get("device", "cpu")
+    faults = r.get("minflt_per_call")
+    if faults and faults * FAULT_COST_S >= PAGE_FAULT_SHARE * median:
+        return PAGE_FAULTS
+    if r["workload"] in TRANSFER_WORKLOADS and device != "cpu":
+        return TRANSFER if moved_bytes(r, peaks) else DISPATCH  # a call that moved nothing
+    latency = r.get("latency_s")
+    if device == "gpu" and latency and latency >= DISPATCH_FACTOR * median:
+        return DISPATCH  # a synced call costs far more than the device's work in it
+    if flat or (floor_s is not None and median <= DISPATCH_FACTOR * floor_s):
+        return DISPATCH
+    if r["workload"] in TRANSFER_WORKLOADS:
+        return MEMORY  # a copy within host memory, slower than an empty call
+    flop_roof, bw_roof = roofs(peaks, device, r["dtype"])
+    if r.get("flops") and r.get("bytes") and flop_roof and bw_roof:
+        return COMPUTE if r["flops"] / r["bytes"] >= flop_roof / bw_roof else MEMORY
+    if r.get("flops") is None and r.get("bytes") and bw_roof:
+        streamed = r["bytes"] / median / 1e9
+        return MEMORY if streamed >= STREAMING_SHARE * bw_roof else COMPUTE
+    return None

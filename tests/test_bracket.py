@@ -1,0 +1,84 @@
+"""Crossover bracketing: measured points in, the next sizes to measure and the verdict out."""
+
+import pytest
+
+from arraybench.bracket import BRACKETED, OPEN, TIE, Point, brackets, proposals
+
+
+def series(fn, sizes, noise=0.02):
+    """Points whose interval is ±noise around fn(size)."""
+    return {s: Point(s, fn(s), fn(s) * (1 - noise), fn(s) * (1 + noise)) for s in sizes}
+
+
+def linear(s):
+    return 1e-6 * s  # grows with size
+
+
+def flat(s):
+    return 1e-3  # a fixed per-call cost: it overtakes `linear` at size 1000
+
+
+def test_two_far_apart_sizes_are_open_and_propose_their_geometric_middle():
+    (br,) = brackets("numpy", series(linear, [10, 100_000]), "jax", series(flat, [10, 100_000]))
+    assert br.state == OPEN and br.next_size == 1000
+    assert (br.faster_below, br.faster_above) == ("numpy", "jax")
+    assert br.estimate == pytest.approx(1000.0)
+
+
+def test_bisection_reaches_a_bracket_at_most_twice_apart_with_separated_intervals():
+    """Drive the proposals as the run layer would, with a crossing at 1000 that no size hits."""
+    sizes = {10, 100_000}
+    true_crossing = 1234.5
+
+    def slow(s):
+        return 1e-6 * s
+
+    def fixed(s):
+        return 1e-6 * true_crossing
+
+    rounds = 0
+    while True:
+        measured = {"numpy": series(slow, sorted(sizes)), "jax": series(fixed, sorted(sizes))}
+        nxt = proposals(measured)
+        if not nxt:
+            break
+        assert all(labels == {"numpy", "jax"} for labels in nxt.values())
+        sizes |= set(nxt)
+        rounds += 1
+        assert rounds < 12, "bisection does not converge"
+    (br,) = brackets("numpy", measured["numpy"], "jax", measured["jax"])
+    assert br.state == BRACKETED
+    assert br.lo < true_crossing < br.hi and br.hi / br.lo <= 2.0
+    assert br.estimate == pytest.approx(true_crossing, rel=1e-6)  # both lines are straight on log-log
+    assert rounds <= 6 and len(sizes) <= 10  # a 10 000× range costs a handful of extra sizes
+
+
+def test_overlapping_intervals_between_close_sizes_are_a_tie_not_a_crossover():
+    sizes = [100, 180, 300, 500, 900]
+    a = series(lambda s: 1e-3, sizes, noise=0.1)
+    # b wins at the ends by 3 % only (inside the noise) and loses by 3 % in between
+    b = series(lambda s: 1e-3 * (0.97 if s in (100, 900) else 1.03), sizes, noise=0.1)
+    found = brackets("a", a, "b", b)
+    assert found and all(br.state == TIE for br in found)
+    assert proposals({"a": a, "b": b}) == {}
+
+
+def test_no_change_of_order_gives_nothing_to_measure():
+    sizes = [10, 100, 1000]
+    assert brackets("a", series(linear, sizes), "b", series(lambda s: 2e-6 * s, sizes)) == []
+    assert proposals({"a": series(linear, sizes), "b": series(lambda s: 2e-6 * s, sizes)}) == {}
+
+
+def test_adjacent_integers_are_a_bracket_even_when_more_than_twice_apart():
+    a = {1: Point(1, 1.0, 0.99, 1.01), 2: Point(2, 3.0, 2.9, 3.1)}
+    b = {1: Point(1, 2.0, 1.9, 2.1), 2: Point(2, 2.0, 1.9, 2.1)}
+    (br,) = brackets("a", a, "b", b)
+    assert br.state == BRACKETED and (br.lo, br.hi) == (1, 2) and br.next_size is None
+
+
+def test_sizes_measured_for_only_one_side_are_not_compared():
+    a = series(linear, [10, 1000, 100_000])
+    b = series(flat, [10, 100_000])
+    (br,) = brackets("a", a, "b", b)
+    assert (br.lo, br.hi) == (10, 100_000)  # 1000 is a's alone: the bracket still needs b there
+    assert proposals({"a": a, "b": b}) == {1000: {"a", "b"}}

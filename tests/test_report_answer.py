@@ -1,0 +1,185 @@
+"""The report's answer: a paragraph per workload, a bound per case, no fake rates, bracketed crossovers, a roofline."""
+
+import csv
+import re
+
+import pytest
+from report_data import PEAKS, bisected_records, synthetic_records
+from test_report import record, results_of
+
+from arraybench.report import write_all
+from arraybench.report.model import ReportData
+
+
+@pytest.fixture(scope="module")
+def bisected(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bisected")
+    return write_all([results_of(bisected_records(), peaks=PEAKS)], out), out
+
+
+def by_case(data, workload, label, size):
+    return next(r for r in data.records if r["workload"] == workload and data.label(r) == label and r["size"] == size)
+
+
+def test_the_answer_opens_report_md_and_names_who_wins_where_by_how_much_and_the_per_call_costs(bisected):
+    rep, out = bisected
+    md = (out / "report.md").read_text()
+    assert md.index("## The answer") < md.index("![speedup-heatmap]") < md.index("## alpha") < md.index("## Crossovers")
+    add = next(line for line in md.splitlines() if line.startswith("**elementwise_add (float64).**"))
+    # numpy's 0.5 µs call wins small arrays; torch's 0.6 ns per element wins from ~3·10³ on
+    assert "numpy·eager is fastest below n ≈ 3100" in add
+    assert "above, torch·eager, 1.2× ahead of jax·jit and 2.3× ahead of numpy·eager at n = 10⁶" in add
+    assert "jax·jit ~7.07 µs, torch·eager ~3.06 µs" in add  # the dispatch-bound backends' per-call cost
+    assert "Why: dispatch-bound at n = 100" in add and "memory-bound at n = 10⁶" in add
+    matmul = next(line for line in md.splitlines() if line.startswith("**matmul (float64).**"))
+    assert "numpy·eager is fastest at every measured n (16 to 2048)" in matmul
+    assert "compute-bound at n = 2048" in matmul
+    assert add.split("** ", 1)[1].strip() in rep.summary.split("The answer:")[1]  # the terminal ends on the answers
+
+
+def test_bisected_crossovers_are_bracketed_by_close_measured_sizes_in_crossovers_csv(bisected):
+    _, out = bisected
+    rows = list(csv.DictReader((out / "crossovers.csv").open()))
+    assert list(rows[0])[:7] == ["workload", "dtype", "faster_below", "faster_above", "estimate",
+                                 "bracket_lo", "bracket_hi"]
+    assert rows and all(r["state"] in ("bracketed", "tie") for r in rows)  # nothing left open
+    for r in rows:
+        lo, hi, est = float(r["bracket_lo"]), float(r["bracket_hi"]), float(r["estimate"])
+        assert lo < est < hi
+        if r["state"] == "bracketed":
+            assert hi / lo <= 2.0
+    sort = next(r for r in rows if r["workload"] == "sort")
+    assert (sort["faster_below"], sort["faster_above"], sort["state"]) == ("numpy·eager", "torch·eager", "bracketed")
+    # where the two lines cross: 1 µs + 4 ns·n·log₂n = 5 µs + 2 ns·n·log₂n
+    assert float(sort["estimate"]) == pytest.approx(255, rel=0.05)
+
+
+def test_an_unbisected_sweep_says_which_size_to_measure_next(tmp_path):
+    write_all([results_of(synthetic_records(), peaks=PEAKS)], tmp_path)
+    rows = list(csv.DictReader((tmp_path / "crossovers.csv").open()))
+    sort = next(r for r in rows if r["workload"] == "sort")
+    assert (sort["bracket_lo"], sort["bracket_hi"], sort["state"], sort["next_size"]) == ("100", "316", "open", "178")
+    assert "measure n = 178 to narrow it" in (tmp_path / "report.md").read_text()
+
+
+def test_each_case_gets_a_bound_from_what_was_measured():
+    data = ReportData.from_results([results_of(bisected_records(), peaks=PEAKS)])
+    # jax·jit's 7 µs call at n = 100 and n = 316: the time hardly grows with 3× the work
+    assert by_case(data, "elementwise_add", "jax·jit", 100)["bound"] == "dispatch"
+    assert by_case(data, "elementwise_add", "numpy·eager", 1_000_000)["bound"] == "memory"  # 1/24 FLOP/byte
+    assert by_case(data, "matmul", "numpy·eager", 16)["bound"] == "dispatch"
+    assert by_case(data, "matmul", "numpy·eager", 2048)["bound"] == "compute"  # 85 FLOP/byte, ridge 2.5
+    assert by_case(data, "sort", "torch·eager", 1_000_000)["bound"] == "compute"  # streams 1 % of the roof
+    assert by_case(data, "transfer_to_host", "jax·eager", 4096)["bound"] == "memory"  # a host copy
+
+
+def test_page_faults_transfers_and_gpu_launches_are_named():
+    gpu_peaks = {**PEAKS, "gpu": {"matmul_gflops": {"float32": 50_000.0}, "bandwidth_gbs": 3000.0}}
+    recs = [
+        # 20 000 faults per call at ~2 µs each: 40 ms of this 50 ms call
+        record("poly", 4096, "numpy", "eager", 0.05, params={"n": 4096}, minflt_per_call=20_000.0,
+               flops=6 * 4096**2, bytes=8 * 4096**2),
+        record("poly", 4096, "torch", "eager", 0.03, params={"n": 4096}, minflt_per_call=10.0,
+               flops=6 * 4096**2, bytes=8 * 4096**2),
+        record("transfer_to_device", 4096, "torch", "eager", 0.004, params={"n": 4096}, device="gpu",
+               flops=None, bytes=4 * 4096**2),
+        # 64 MiB "copied" in 3 µs: 22 TB/s, beyond the host's 20 GB/s, so nothing was copied
+        record("transfer_to_host", 4096, "jax", "eager", 3e-6, params={"n": 4096}, device="gpu",
+               flops=None, bytes=4 * 4096**2),
+        # the device works 2 µs; one synced call costs 20 µs
+        record("poly", 64, "torch", "jit", 2e-6, params={"n": 64}, device="gpu", latency_s=20e-6,
+               flops=6 * 64**2, bytes=8 * 64**2),
+        record("poly", 4096, "torch", "jit", 2e-4, params={"n": 4096}, device="gpu", latency_s=2.1e-4,
+               flops=6 * 4096**2, bytes=8 * 4096**2),
+    ]
+    data = ReportData.from_results([results_of(recs, peaks=gpu_peaks)])
+    bounds = {(r["workload"], r["size"], r["backend"], r["mode"]): r["bound"] for r in data.records}
+    assert bounds[("poly", 4096, "numpy", "eager")] == "page-faults"
+    assert bounds[("poly", 4096, "torch", "eager")] == "memory"
+    assert bounds[("transfer_to_device", 4096, "torch", "eager")] == "transfer"
+    assert bounds[("transfer_to_host", 4096, "jax", "eager")] == "dispatch"
+    no_copy = next(r for r in data.records if r["workload"] == "transfer_to_host")
+    assert no_copy["gbs"] is None and no_copy["no_rate"].startswith("no bytes moved: faster than the host")
+    copy = next(r for r in data.records if r["workload"] == "transfer_to_device")
+    assert copy["gbs"] == pytest.approx(4 * 4096**2 / 0.004 / 1e9) and copy["no_rate"].startswith("no FLOPs")
+    assert bounds[("poly", 64, "torch", "jit")] == "dispatch"
+    gpu_big = next(r for r in data.records if r["size"] == 4096 and r["mode"] == "jit")
+    assert gpu_big["bound"] == "memory" and gpu_big["pct_bw_peak"] == pytest.approx(
+        100 * 8 * 4096**2 / 2e-4 / 1e9 / 3000.0)  # judged against the GPU's roof, not the CPU's
+
+
+def test_no_fake_rates_for_views_and_non_flop_work(bisected):
+    rep, out = bisected
+    rows = list(csv.DictReader(rep.csv.open()))
+    view = next(r for r in rows if r["workload"] == "transfer_to_host" and r["backend"] == "torch")
+    assert view["gbs"] == "" and view["pct_bw_peak"] == ""  # 2 µs for 128 MiB would read as 67 TB/s
+    sort = next(r for r in rows if r["workload"] == "sort")
+    assert sort["gflops"] == "" and float(sort["gbs"]) > 0
+    md = (out / "report.md").read_text()
+    assert "transfer_to_host (cpu): no rate shown, no bytes moved" in md
+    assert "sort (cpu): no rate shown, no FLOPs" in md
+    roof = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", (out / "plots" / "roofline-float64.svg").read_text()))
+    assert "CPU memory roof: 20 GB/s" in roof and "CPU compute roof: matmul 50 GFLOP/s" in roof
+    assert "Not drawn (no FLOP/s or no bytes moved): sort (no FLOPs); transfer_to_host (no bytes moved)" in roof
+
+
+def test_unavailable_backends_are_one_line_not_a_row_per_case(bisected):
+    rep, out = bisected
+    line = "Not available here: cupy (cupy is not installed (pip install 'arraybench[cupy]'))"
+    assert rep.summary.count("cupy is not installed") == 1 and line in rep.summary
+    md = (out / "report.md").read_text()
+    assert md.count("cupy is not installed") == 1 and md.index(line) < md.index("## The answer")
+    assert "cupy" not in " ".join(re.findall(r"<text[^>]*>([^<]*)</text>",
+                                             (out / "plots" / "speedup-heatmap.svg").read_text()))
+
+
+def test_the_harness_call_is_shown_beside_sub_microsecond_cases_only(bisected):
+    rep, _ = bisected
+    table = rep.summary.split("elementwise_add (float64;")[1].split("\n\n")[0]
+    numpy_row = next(line for line in table.splitlines() if line.startswith("numpy·eager"))
+    assert numpy_row.count("(harness 55 ns)") == 2  # 640 ns at n = 100 and 943 ns at n = 316
+    assert "harness" not in next(line for line in table.splitlines() if line.startswith("jax·jit"))
+
+
+def test_scaling_plot_labels_only_the_changes_of_the_lead(tmp_path):
+    """Six backend·modes whose lines all cross: fifteen crossovers, but the lead changes once."""
+    recs = []
+    for k in range(6):
+        for n in (10, 100, 1000, 10_000):
+            recs.append(record("matmul", n, f"b{k}", "eager", (1 + k) * 1e-6 + 1e-9 * n / (1 + k),
+                               params={"n": n}, id=f"matmul[n={n}]/b{k}"))
+    write_all([results_of(recs)], tmp_path)
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", (tmp_path / "plots" / "scaling-matmul.svg").read_text())
+    numbered = [t for t in texts if re.match(r"\d+: ", t)]
+    # b0 pays 1 µs per call and 1 ns per element, b2 3 µs and 0.33 ns: b2 leads at n = 10⁴
+    assert len(numbered) == 1 and numbered[0].startswith("1: b2·eager overtakes b0·eager")
+    assert any(re.match(r"\d+ more crossovers between slower backend·modes", t) for t in texts)
+    assert len(list(csv.DictReader((tmp_path / "crossovers.csv").open()))) > 5
+
+
+def test_heatmap_shows_each_sweep_at_its_ends_so_the_roofline_stays_near_the_top(bisected):
+    _, out = bisected
+    rows = re.findall(r"<text[^>]*>([^<]*)</text>", (out / "plots" / "speedup-heatmap.svg").read_text())
+    assert "elementwise_add · n=100" in rows and "elementwise_add · n=1000000" in rows
+    assert not any(t.startswith("elementwise_add · n=3162") for t in rows)
+    assert sum(t.startswith(("elementwise_add ·", "matmul ·", "sort ·")) for t in rows) == 6
+
+
+def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(tmp_path):
+    recs = [record("linreg", d, "numpy", "eager", 1e-3 * d) for d in (1, 2)]
+    rep = write_all([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})], tmp_path)
+    data = ReportData.from_results([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})])
+    assert [r["bound"] for r in data.records] == [None, None]
+    assert "linreg (float32): numpy·eager is fastest" in rep.summary and "Why" not in rep.summary
+
+
+def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
+    def gpu(backend, mode, n, median, latency):
+        return record("poly", n, backend, mode, median, params={"n": n}, device="gpu", latency_s=latency,
+                      flops=6 * n * n, bytes=8 * n * n, id=f"poly[n={n}]/{backend}-{mode}/gpu")
+
+    recs = [gpu("torch", "jit", 64, 2e-6, 40e-6), gpu("cupy", "eager", 64, 3e-6, 8e-6),
+            gpu("torch", "jit", 4096, 2e-4, 2.1e-4), gpu("cupy", "eager", 4096, 4e-4, 4.1e-4)]
+    rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
+    # torch·jit's 2 µs median is the device's time in a pipelined block; alone, a call costs 40 µs
+    assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in rep.summary
