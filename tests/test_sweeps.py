@@ -4,8 +4,7 @@ import math
 
 import pytest
 
-from arraybench.plan import RunSettings
-from arraybench.suites import suite_plan
+from arraybench.plan import RunSettings, build_plan
 from arraybench.workloads import WORKLOADS
 
 # Document cases at one size by definition, and retraces whose count of new shapes is bounded by n.
@@ -35,7 +34,7 @@ def test_poly_is_measured_as_document_002_wrote_it_and_as_an_expert_writes_it():
         assert np.allclose(wl.builder("numpy", "eager")(be, n=4)(x), want)
     # Document 002 compared its NumPy expression with jax.jit of the same expression.
     assert ("jax", "jit") in plain.impls and plain.flops(n=10) > expert.flops(n=10)
-    seeds = suite_plan(RunSettings(suite="seeds", backends=["numpy"]))
+    seeds = build_plan(RunSettings(suite="seeds", backends=["numpy"]))
     for dtype in ("float32", "float64"):
         assert {c.workload for c in seeds if c.dtype == dtype and c.params_dict.get("n") == 10_000} >= {
             "poly", "poly_as_written"}
