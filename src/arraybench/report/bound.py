@@ -43,20 +43,27 @@ def roofs(peaks: dict[str, Any], device: str, dtype: str) -> tuple[float | None,
     return (here.get("matmul_gflops") or {}).get(dtype), here.get("bandwidth_gbs")
 
 
-def moved_bytes(r: dict[str, Any]) -> float | None:
-    """The bytes one call moves, or None where they are not known to move: a transfer on the CPU.
-
-    A GPU transfer moves its bytes on every call (JAX's cached host copy is bypassed and checked
-    in the workload), and a DMA from pinned memory may well outrun the host's own copy loop."""
-    if r["workload"] in TRANSFER_WORKLOADS and r.get("device", "cpu") == "cpu":
+def moved_bytes(r: dict[str, Any], peaks: dict[str, Any]) -> float | None:
+    """The bytes one call moves, or None where they are not known to move: a transfer on the CPU,
+    or a GPU transfer faster than the GPU's own memory, which no copy over a bus can be (it handed
+    back a copy it had). The host's copy loop is no such bound: a DMA from pinned memory outruns it."""
+    if r["workload"] not in TRANSFER_WORKLOADS:
+        return r.get("bytes")
+    if r.get("device", "cpu") == "cpu":
+        return None
+    device_bw = (peaks.get("gpu") or {}).get("bandwidth_gbs")
+    if r.get("median_s") and device_bw and r["bytes"] / r["median_s"] / 1e9 > device_bw:
         return None
     return r.get("bytes")
 
 
-def no_rate_reason(r: dict[str, Any]) -> str:
+def no_rate_reason(r: dict[str, Any], peaks: dict[str, Any]) -> str:
     """Why a case's GFLOP/s or GB/s is left empty ('' when both are real); the words before the colon
     are its short form."""
-    if r.get("bytes") and moved_bytes(r) is None:
+    if r.get("bytes") and moved_bytes(r, peaks) is None:
+        if r.get("device", "cpu") != "cpu":
+            return ("no bytes moved: faster than the GPU's own memory, so the framework returned a copy it "
+                    "already had; no GB/s is claimed")
         return ("no bytes moved: on the CPU a transfer stays in host memory (a framework may copy or "
                 "return a view), so no GB/s is claimed")
     if r.get("flops") is None and r.get("bytes"):
@@ -99,7 +106,7 @@ def classify(r: dict[str, Any], floor_s: float | None, peaks: dict[str, Any], fl
     if faults and faults * FAULT_COST_S >= PAGE_FAULT_SHARE * median:
         return PAGE_FAULTS
     if r["workload"] in TRANSFER_WORKLOADS and device != "cpu":
-        return TRANSFER if moved_bytes(r) else DISPATCH  # a call that moved nothing
+        return TRANSFER if moved_bytes(r, peaks) else DISPATCH  # a call that moved nothing
     latency = r.get("latency_s")
     if device == "gpu" and latency and latency >= DISPATCH_FACTOR * median:
         return DISPATCH  # a synced call costs far more than the device's work in it

@@ -108,8 +108,8 @@ def _derive(data: ReportData) -> None:
             r["q25_s"], r["q75_s"] = r["median_s"] - half, r["median_s"] + half
             r["ci_low_s"], r["ci_high_s"] = r.get("ci95_s") or (r["q25_s"], r["q75_s"])
         peaks = data.peaks(r["machine"])
-        r["no_rate"] = bound.no_rate_reason(r) if ok else ""
-        moved = bound.moved_bytes(r) if ok else None
+        r["no_rate"] = bound.no_rate_reason(r, peaks) if ok else ""
+        moved = bound.moved_bytes(r, peaks) if ok else None
         r["gflops"] = r["flops"] / r["median_s"] / 1e9 if ok and r.get("flops") else None
         r["gbs"] = moved / r["median_s"] / 1e9 if moved else None
         r["intensity"] = r["flops"] / r["bytes"] if r["gflops"] and r["gbs"] else None
