@@ -8,7 +8,7 @@ PIP_INDEX := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv bench quick test lint clean browser
+.PHONY: venv bench quick test test-fast lint clean browser
 
 venv: $(STAMP)
 
@@ -35,6 +35,10 @@ browser:
 
 test: venv browser
 	$(BIN)/python -m pytest -q
+
+# The unit tier: fake clocks, stub workers, synthetic records; under a minute on 2 cores.
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not integration"
 
 lint: venv
 	$(BIN)/ruff check src tests benchmarks examples

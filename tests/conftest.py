@@ -30,6 +30,23 @@ def fake_clock() -> FakeClock:
     return FakeClock()
 
 
+# Test tiers. `make test-fast` runs the unit tier (-m "not integration"): fake clocks, stub workers,
+# synthetic records, no run of a real framework. Integration tests start runs, worker processes,
+# clusters, kernels or a browser: a whole module here, or any test that asks for a fixture that runs.
+INTEGRATION_MODULES = frozenset({
+    "test_workloads", "test_user_workloads", "test_cluster", "test_run_end_to_end", "test_reliability",
+    "test_notebook", "test_report_browser", "test_packaging", "test_cli_ecosystem",
+})
+INTEGRATION_FIXTURES = frozenset({"run_cli", "tiny_run", "dask_cluster"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        if module in INTEGRATION_MODULES or INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
 def default_sigint() -> None:
     """preexec_fn for a child that a test interrupts: SIGINT back to its default disposition.
 

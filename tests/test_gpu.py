@@ -157,6 +157,7 @@ def test_cupy_fused_kernels_get_a_name_nvrtc_accepts():
     assert names == ["arraybench_fused", "poly"]
 
 
+@pytest.mark.integration  # measures the CPU's peaks in a subprocess
 def test_gpu_peaks_on_a_machine_without_a_gpu_say_they_failed(monkeypatch):
     from arraybench import peaks
 
@@ -167,6 +168,7 @@ def test_gpu_peaks_on_a_machine_without_a_gpu_say_they_failed(monkeypatch):
     assert out["gpu"]["method"].startswith("failed")
 
 
+@pytest.mark.integration  # imports JAX
 def test_jax_device_to_host_copy_returns_the_data():
     pytest.importorskip("jax")
     import jax
