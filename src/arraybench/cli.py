@@ -60,9 +60,11 @@ def build_parser() -> Parser:
     run.add_argument("--devices", default="cpu", help="cpu, gpu or cpu,gpu (default cpu)")
     run.add_argument("--seed", type=int, default=0, help="seed for inputs and case order")
     run.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per case")
-    run.add_argument("--min-time", type=positive_float, help="seconds of sampling per case (default 1)")
-    run.add_argument("--max-time", type=positive_float, help="cap on sampling per case (default 20)")
+    run.add_argument("--min-time", type=positive_float, help="seconds of sampling per case at least (default 0.2)")
+    run.add_argument("--max-time", type=positive_float, help="cap on sampling per case and process (default 1)")
     run.add_argument("--min-samples", type=positive_int, help="samples per case at least (default 10)")
+    run.add_argument("--processes", type=positive_int,
+                     help="fresh worker processes each case is measured in (default 3)")
     run.add_argument("--output-dir", default="benchmark_results", help="where results and report go")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
@@ -106,7 +108,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     from arraybench.timing import TimerConfig
 
     timer = TimerConfig()
-    overrides = {"min_time": args.min_time, "max_time": args.max_time, "min_samples": args.min_samples}
+    overrides = {"min_time": args.min_time, "max_time": args.max_time, "min_samples": args.min_samples,
+                 "processes": args.processes}
     timer = TimerConfig(**{**timer.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
     settings = RunSettings(timer=timer, seed=args.seed, timeout=args.timeout, dtype=args.dtype)
     settings.workloads = parse_list(args.workloads) or settings.workloads

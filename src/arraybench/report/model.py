@@ -91,7 +91,9 @@ def _derive(data: ReportData) -> None:
         samples = r.get("samples_s") or []
         if ok and samples:
             m = Measurement(tuple(samples))
-            r["q25_s"], r["q75_s"] = m.quantile(0.25), m.quantile(0.75)
+            # median_s weighs each process alike (measurement.Replicated); pooled quartiles of
+            # processes with unequal sample counts need not bracket it.
+            r["q25_s"], r["q75_s"] = min(m.quantile(0.25), r["median_s"]), max(m.quantile(0.75), r["median_s"])
         elif ok:
             half = (r.get("iqr_s") or 0.0) / 2
             r["q25_s"], r["q75_s"] = r["median_s"] - half, r["median_s"] + half
