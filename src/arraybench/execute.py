@@ -42,6 +42,7 @@ def blank_record(case: Case, status: str, error: str = "") -> dict[str, Any]:
         "build_s": None,
         "samples_s": [],
         "loops": None,
+        "minor_faults_per_call": None,
         "median_s": None,
         "iqr_s": None,
         "flops": None,
@@ -84,6 +85,7 @@ class CaseExecutor:
                 rec.update(status="unsupported", error=reason)
                 return rec
             seed = input_seed(run_seed, case)
+            be.start_case()  # no peak memory or compiler state of an earlier case in this worker
             host = wl.host_inputs(seed, case.dtype, params)
             ref = self.reference(wl, seed, case, host)
 
@@ -121,6 +123,9 @@ class CaseExecutor:
                 first_call_s=timing.first_call_s,
                 samples_s=list(m.samples),
                 loops=m.loops,
+                half_width=m.half_width,
+                stop=timing.stop,
+                minor_faults_per_call=timing.minor_faults_per_call,
                 warmup_calls=timing.warmup_calls,
                 overhead_s=timing.overhead_s,
                 latency_s=timing.latency_s,

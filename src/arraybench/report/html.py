@@ -14,7 +14,7 @@ from arraybench import __version__
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
-from arraybench.report.table import size_sort_key
+from arraybench.report.table import page_fault_bound, size_sort_key
 from arraybench.results import FAILED
 from arraybench.runner import format_seconds
 
@@ -93,6 +93,9 @@ def results_table(data: ReportData) -> str:
         notes = []
         if r.get("noisy"):
             notes.append('<span class="status noisy">noisy</span>')
+        if page_fault_bound(r):
+            notes.append(f'<span class="status noisy" title="page faults take 30 % or more of the time">'
+                         f'page faults: {r["minor_faults_per_call"]:.0f}/call</span>')
         if r.get("error"):
             notes.append(e(r["error"]))
         cells = ([f"<td>{e(r['machine'])}</td>"] if many else []) + [

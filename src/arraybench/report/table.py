@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from arraybench.measurement import fault_dominated
 from arraybench.results import FAILED
 from arraybench.runner import format_seconds
 
@@ -51,10 +52,17 @@ def cell(r: dict[str, Any], speedup: float | None) -> str:
             parts.append(f"{speedup:.2f}×")
         if r.get("first_call_s") is not None:
             parts.append(f"1st {format_seconds(r['first_call_s'])}")
-        return " · ".join(parts) + (" (noisy)" if r.get("noisy") else "")
+        flags = [f for f, on in (("noisy", r.get("noisy")), ("page faults", page_fault_bound(r))) if on]
+        return " · ".join(parts) + (f" ({', '.join(flags)})" if flags else "")
     if status == "wrong":
         return f"WRONG (rel err {r.get('rel_err', float('nan')):.1e})"
     return status.upper() if status in FAILED else status
+
+
+def page_fault_bound(r: dict[str, Any]) -> bool:
+    """Whether page faults take a large share of this case's time: it then times the kernel's
+    memory mapping as much as the framework (see measurement.fault_dominated)."""
+    return r["status"] == "ok" and fault_dominated(r.get("minor_faults_per_call"), r.get("median_s"))
 
 
 def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
