@@ -78,3 +78,7 @@ class CupyBackend(Backend):
 
     def peak_memory(self) -> int | None:
         return int(self.cupy.get_default_memory_pool().total_bytes())
+
+    def start_case(self) -> None:
+        # The pool only grows, so its size after a case is that case's peak once it starts empty.
+        self.cupy.get_default_memory_pool().free_all_blocks()

@@ -112,3 +112,7 @@ class TensorflowBackend(Backend):
         if self.device != "gpu":
             return None
         return self.tf.config.experimental.get_memory_info("GPU:0")["peak"]
+
+    def start_case(self) -> None:
+        if self.device == "gpu":
+            self.tf.config.experimental.reset_memory_stats("GPU:0")

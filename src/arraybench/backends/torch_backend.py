@@ -98,3 +98,12 @@ class TorchBackend(Backend):
         if self.device != "gpu":
             return None
         return int(self.torch.cuda.max_memory_allocated(self.dev))
+
+    def start_case(self) -> None:
+        # Dynamo keeps per-function guards and counts recompilations across calls of one lambda:
+        # without a reset, a case's compile depends on which case ran before, and after the
+        # recompile limit (8) "jit" silently runs eagerly. The on-disk Inductor cache stays
+        # (first_call_s is a warm-cache compile after a machine's first run; see the docs).
+        self.torch._dynamo.reset()
+        if self.device == "gpu":
+            self.torch.cuda.reset_peak_memory_stats(self.dev)
