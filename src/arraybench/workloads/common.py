@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
-from arraybench.workloads.base import Check, Workload, leaves, relative_check
+from arraybench.workloads.base import Check, Workload, leaves
 
 NO_FUSE = "cupy.fuse fuses element-wise kernels only; this op is already one library call"
 
@@ -97,22 +97,3 @@ def exact_check(out: Any, ref: Any, dtype: str, params: dict[str, Any]) -> Check
     err = float(np.max(np.abs(got.astype(want.dtype) - want))) if wrong else 0.0
     scale = float(np.max(np.abs(want))) or 1.0
     return Check(wrong == 0, err, err / scale, 0.0, f"{wrong} of {want.size} elements differ" if wrong else "")
-
-
-def wrong_dtype(out: Any, dtype: str) -> Check | None:
-    """A failed Check if a float output is not in the case's dtype, else None.
-
-    A silent promotion (Numba multiplies float32 arrays by Python floats in float64) makes a
-    float32 case slower and more accurate than float32 is, and passes any tolerance.
-    """
-    for leaf in leaves(out):
-        want = {"f": np.dtype(dtype), "c": np.result_type(dtype, np.complex64)}.get(leaf.dtype.kind)
-        if want is not None and leaf.dtype != want:
-            return Check(False, float("inf"), float("inf"), 0.0, f"output is {leaf.dtype}, the case is {dtype}")
-    return None
-
-
-def strict_dtype(wl: Workload) -> None:
-    """Make `wl`'s check also fail outputs that are not in the case's dtype."""
-    inner = wl.checker or (lambda out, ref, dtype, params: relative_check(out, ref, wl.tolerance(dtype)))
-    wl.check_with(lambda out, ref, dtype, params: wrong_dtype(out, dtype) or inner(out, ref, dtype, params))
