@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
 from arraybench.timing import Timer, TimerConfig
 from arraybench.workloads import resolve_workload
-from arraybench.workloads.base import Workload
+from arraybench.workloads.base import Tolerance, Workload
 
 
 def input_seed(run_seed: int, case: Case) -> int:
@@ -62,14 +65,37 @@ def one_line(e: BaseException) -> str:
 class CaseExecutor:
     """Holds a loaded backend and caches references, so a worker can run many cases."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, cache: Path | None = None) -> None:
         self.backend = backend
-        self._refs: dict[tuple[str, int, str], Any] = {}
+        self.cache = cache
+        self._refs: dict[tuple[str, int, str], tuple[Any, Tolerance]] = {}
 
-    def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> Any:
+    def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> tuple[Any, Tolerance]:
+        """The NumPy float64 reference and the tolerance calibrated from it (Workload.calibrate).
+
+        Kept in memory for the next case (one: they can be big) and, with a cache directory,
+        on disk for every worker of the run: written by this process, for this process's run.
+        """
         key = (case.workload, seed, case.dtype)
         if key not in self._refs:
-            self._refs = {key: wl.expected(inputs, case.params_dict)}  # keep one: they can be big
+            path = None
+            if self.cache is not None:
+                name = hashlib.sha256(repr((case.workload, case.source, seed, case.dtype)).encode()).hexdigest()[:24]
+                path = self.cache / f"{name}.pickle"
+            if path is not None and path.exists():
+                with path.open("rb") as f:
+                    self._refs = {key: pickle.load(f)}
+                return self._refs[key]
+            t0 = time.perf_counter()
+            ref = wl.expected(inputs, case.params_dict)
+            tol = wl.calibrate(inputs, ref, case.dtype, case.params_dict, time.perf_counter() - t0)
+            self._refs = {key: (ref, tol)}
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                with tmp.open("wb") as f:
+                    pickle.dump((ref, tol), f, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, path)  # another worker never reads a half-written file
         return self._refs[key]
 
     def run(self, case: Case, config: TimerConfig, run_seed: int) -> dict[str, Any]:
@@ -87,7 +113,7 @@ class CaseExecutor:
             seed = input_seed(run_seed, case)
             be.start_case()  # no peak memory or compiler state of an earlier case in this worker
             host = wl.host_inputs(seed, case.dtype, params)
-            ref = self.reference(wl, seed, case, host)
+            ref, tol = self.reference(wl, seed, case, host)
 
             if wl.host_args:
                 args = host
@@ -115,11 +141,11 @@ class CaseExecutor:
             t0 = time.perf_counter()
             out = be.to_host(timing.last_output)
             rec["to_host_s"] = time.perf_counter() - t0
-            check = wl.check(out, ref, case.dtype, params)
+            check = wl.check(out, ref, case.dtype, params, tol.value)
 
             rec.update(
                 status="ok" if check.correct else "wrong",
-                error="" if check.correct else _wrong_reason(check),
+                error=_wrong_reason(check) if not check.correct else (tol.source if tol.ill_conditioned else ""),
                 first_call_s=timing.first_call_s,
                 samples_s=list(m.samples),
                 loops=m.loops,
@@ -132,6 +158,8 @@ class CaseExecutor:
                 max_abs_err=check.max_abs_err,
                 rel_err=check.rel_err,
                 tolerance=check.tolerance,
+                tolerance_source=tol.source,
+                ill_conditioned=tol.ill_conditioned,
                 correct=check.correct,
                 peak_memory_bytes=be.peak_memory(),
                 **m.summary(),

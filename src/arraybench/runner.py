@@ -7,6 +7,7 @@ import os
 import random
 import re
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -59,7 +60,8 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.worker` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None) -> None:
+    def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None,
+                 reference_cache: Path | None = None) -> None:
         self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
         self.memory_limit = memory_limit
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -74,6 +76,8 @@ class Worker:
         ]
         if memory_limit:
             cmd += ["--memory-limit", str(memory_limit)]
+        if reference_cache is not None:
+            cmd += ["--reference-cache", str(reference_cache)]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -182,7 +186,10 @@ class Runner:
         self.writer, self.seed, self.processes = writer, seed, max(1, timer.processes)
         self.on_record, self.on_replicate = on_record, on_replicate
         self.partial = partial or {}
-        self.pool = WorkerPool(timer, seed, timeout, log_dir, memory_limit)
+        # References are computed once per run and shared by every process that checks against
+        # them (poly at 10000² takes seconds; 3 processes × 8 cases would pay it 24 times).
+        self.reference_cache = log_dir.parent / "references"
+        self.pool = WorkerPool(timer, seed, timeout, log_dir, memory_limit, self.reference_cache)
         self.machine = socket.gethostname()
 
     @staticmethod
@@ -219,6 +226,7 @@ class Runner:
                 self.pool.close()
         finally:
             self.pool.close()
+        shutil.rmtree(self.reference_cache, ignore_errors=True)  # kept after an interruption, for --resume
         return records
 
 
@@ -269,10 +277,11 @@ class WorkerPool:
     """
 
     def __init__(self, timer: TimerConfig, seed: int, timeout: float, log_dir: Path,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, reference_cache: Path | None = None) -> None:
         self.timer, self.seed, self.timeout = timer, seed, timeout
         self.log_dir = log_dir
         self.memory_limit = memory_limit
+        self.reference_cache = reference_cache
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
 
@@ -286,7 +295,7 @@ class WorkerPool:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         if worker is None:
-            worker = Worker(case, self.log_dir, self.memory_limit)
+            worker = Worker(case, self.log_dir, self.memory_limit, self.reference_cache)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from arraybench.limits import apply_memory_limit, format_size
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--parent", type=int, help="the runner's pid, to exit if it is already gone")
     p.add_argument("--memory-limit", type=int, help="bytes")
+    p.add_argument("--reference-cache", help="directory of references shared by the run's workers")
     args = p.parse_args(argv)
     die_with_parent(args.parent)
     # A segfault's Python stack goes to the log, which the runner keeps.
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         send({"type": "unavailable", "reason": str(e)})
         return 0
     send({"type": "ready", "info": info})
-    executor = CaseExecutor(be)
+    executor = CaseExecutor(be, Path(args.reference_cache) if args.reference_cache else None)
     for line in sys.stdin:
         request = json.loads(line)
         case = Case.from_dict(request["case"])
