@@ -87,7 +87,7 @@ def _compiled(be: Backend) -> Any:
 
 def _convert(be: Backend) -> Any:
     """Host slice to what the function takes: JAX, TF and NumPy take NumPy arrays and move them."""
-    return be.to_device if be.name in ("torch", "cupy") else (lambda x: x)
+    return be.upload if be.name in ("torch", "cupy") else (lambda x: x)
 
 
 def _builders(same_shape: bool) -> tuple[Any, Any]:

@@ -45,7 +45,7 @@ for wl in (to_device, to_host):
 
 
 def _upload(be: Backend, n: int) -> Any:
-    return be.to_device
+    return be.upload
 
 
 def _download(be: Backend, n: int) -> Any:
