@@ -66,3 +66,19 @@ def test_numba_picks_its_parallel_or_serial_build_when_the_case_is_built():
     for fn, parallel in ((small, False), (big, True)):
         assert isinstance(fn, numba.core.registry.CPUDispatcher)  # no Python wrapper around the call
         assert fn.targetoptions.get("parallel", False) == parallel
+
+
+def test_a_reference_is_computed_once_per_run_and_shared_by_its_workers(tmp_path, monkeypatch):
+    case = Case("elementwise_sin", (("n", 16),), "numpy", "eager", "float64", 1)
+    be = NumpyBackend(1, "float64")
+    be.load()
+    first = CaseExecutor(be, tmp_path).run(case, TINY, 0)
+    assert first["status"] == "ok" and len(list(tmp_path.glob("*.npz"))) == 1
+
+    def never(*args, **kwargs):
+        raise AssertionError("the reference was computed again")
+
+    monkeypatch.setattr(WORKLOADS["elementwise_sin"], "make_reference", never)
+    again = CaseExecutor(be, tmp_path).run(case, TINY, 0)  # another worker of the same run
+    assert again["status"] == "ok", again["error"]
+    assert again["tolerance_source"] == first["tolerance_source"]

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
-import pickle
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
 from arraybench.timing import Timer, TimerConfig
 from arraybench.workloads import resolve_workload
-from arraybench.workloads.base import Tolerance, Workload
+from arraybench.workloads.base import Tolerance, Workload, leaves
 
 
 def input_seed(run_seed: int, case: Case) -> int:
@@ -74,29 +77,36 @@ class CaseExecutor:
         """The NumPy float64 reference and the tolerance calibrated from it (Workload.calibrate).
 
         Kept in memory for the next case (one: they can be big) and, with a cache directory,
-        on disk for every worker of the run: written by this process, for this process's run.
+        on disk for every worker of the run, as arrays only (np.load without pickle). Checks
+        read a reference through `leaves`, so its arrays in that order are all they need.
         """
         key = (case.workload, seed, case.dtype)
-        if key not in self._refs:
-            path = None
-            if self.cache is not None:
-                name = hashlib.sha256(repr((case.workload, case.source, seed, case.dtype)).encode()).hexdigest()[:24]
-                path = self.cache / f"{name}.pickle"
-            if path is not None and path.exists():
-                with path.open("rb") as f:
-                    self._refs = {key: pickle.load(f)}
-                return self._refs[key]
+        if key in self._refs:
+            return self._refs[key]
+        path = None
+        if self.cache is not None:
+            name = hashlib.sha256(repr((case.workload, case.source, seed, case.dtype)).encode()).hexdigest()[:24]
+            path = self.cache / name
+        if path is not None and path.with_suffix(".json").exists():
+            with np.load(path.with_suffix(".npz"), allow_pickle=False) as z:
+                arrays = [z[f"arr_{i}"] for i in range(len(z.files))]
+            ref = arrays[0] if len(arrays) == 1 else tuple(arrays)
+            tol = Tolerance(**json.loads(path.with_suffix(".json").read_text()))
+        else:
             t0 = time.perf_counter()
             ref = wl.expected(inputs, case.params_dict)
             tol = wl.calibrate(inputs, ref, case.dtype, case.params_dict, time.perf_counter() - t0)
-            self._refs = {key: (ref, tol)}
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                with tmp.open("wb") as f:
-                    pickle.dump((ref, tol), f, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, path)  # another worker never reads a half-written file
-        return self._refs[key]
+                tmp = path.with_name(f"{name}.{os.getpid()}.tmp.npz")
+                np.savez(tmp, *leaves(ref))
+                os.replace(tmp, path.with_suffix(".npz"))
+                # Written last: its presence says the arrays are whole (another worker may be reading).
+                tmp = path.with_name(f"{name}.{os.getpid()}.tmp.json")
+                tmp.write_text(json.dumps(dataclasses.asdict(tol)))
+                os.replace(tmp, path.with_suffix(".json"))
+        self._refs = {key: (ref, tol)}
+        return ref, tol
 
     def run(self, case: Case, config: TimerConfig, run_seed: int) -> dict[str, Any]:
         be = self.backend
