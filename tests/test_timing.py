@@ -71,11 +71,14 @@ def test_sync_overhead_raises_the_loop_count(fake_clock):
     assert t.measurement.loops == 4
 
 
-def test_max_time_stops_slow_cases_after_three_samples(fake_clock):
+@pytest.mark.parametrize("processes, samples", [(1, 3), (2, 2), (3, 1)])
+def test_max_time_stops_slow_cases_after_three_samples_over_the_processes(fake_clock, processes, samples):
     fn, _ = make_fn(fake_clock, [2.0])
-    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=5.0)
+    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=5.0, processes=processes)
     t = Timer(fn, (), config=cfg, clock=fake_clock).run()
-    assert t.measurement.n == 3
+    assert t.measurement.n == max(samples, 3)  # 5 s of 2 s calls: 3 samples are taken anyway
+    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=1.0, processes=processes)
+    assert Timer(fn, (), config=cfg, clock=fake_clock).run().measurement.n == samples
     assert t.warmup_calls == 1
 
 

@@ -35,9 +35,9 @@ class Part:
 QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3)
 # The default and seeds suites hold ~250-300 cases, each measured in 3 processes, some of a
 # second per call (poly at 10000², matmul at 3000², linreg at d=100). Sampling stops at ±2 %
-# (TimerConfig.target_half_width) after 0.1 s, or at 0.5 s a process (3 one-call samples for
-# the big cases, 9 over the processes), to keep `make bench` near 10 minutes on two cores.
-SUITE_TIMER = TimerConfig(min_time=0.1, max_time=0.5)
+# (TimerConfig.target_half_width) after 0.1 s, or at 0.3 s a process (one sample a process for
+# calls longer than that), to keep `make bench` near 10 minutes on two cores.
+SUITE_TIMER = TimerConfig(min_time=0.1, max_time=0.3)
 
 # The configurations of the four source documents. Their iteration counts are kept where they
 # are part of the computation (document 001's gradient-descent steps, linreg's `iters`); the

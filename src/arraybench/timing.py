@@ -38,10 +38,19 @@ class TimerConfig:
     min_samples: int = 10  # ...and this many samples (with fewer, the median's interval is the whole range)
     target_half_width: float = 0.02  # ...then stop once the median's 95 % interval is this narrow
     max_samples: int = 1000
-    max_time: float = 1.0  # stop here (with at least 3 samples) even if the target is not met
+    max_time: float = 1.0  # stop here (with samples_at_cap samples) even if the target is not met
     # Worker processes each case is measured in, one after another (the Runner's business, kept
     # here so that it is stored, resumed and compared with the rest of how a case is sampled).
     processes: int = 3
+
+    @property
+    def samples_at_cap(self) -> int:
+        """Samples a process takes at least, even past max_time: 3 over the case's processes.
+
+        A 4 s call then costs one sample in each of 3 processes, not three in each; the spread
+        between processes, which the interval needs, is what the third process brings.
+        """
+        return max(1, math.ceil(3 / max(1, self.processes)))
 
 
 @dataclass(frozen=True)
@@ -189,7 +198,7 @@ class Timer:
             if len(samples) >= cfg.max_samples:
                 stop = "max_samples"
                 break
-            if spent >= cfg.max_time and len(samples) >= 3:
+            if spent >= cfg.max_time and len(samples) >= cfg.samples_at_cap:
                 stop = "max_time"
                 break
         faults_per_call = (self.faults() - faults0) / (len(samples) * loops)
