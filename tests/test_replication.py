@@ -227,3 +227,9 @@ def test_steady_allocator_stops_fresh_page_faults_for_each_temporary():
     # 8 MiB freed at the top of the heap go back to the kernel and fault in again every call.
     assert faults(False) > 1000
     assert faults(True) < 50  # the steady state keeps them: reused without a fault
+
+
+def test_one_process_writes_no_replicate_lines(tmp_path):
+    runner(tmp_path, 1, FakePool()).run(plan(2))
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [x["type"] for x in lines] == ["header", "case", "case"]

@@ -213,7 +213,8 @@ class Runner:
                         continue
                     rec = self.pool.run_one(case)
                     rec["machine"] = self.machine
-                    self.writer.append_replicate(rec, k)
+                    if self.processes > 1:  # with one, the case line follows at once
+                        self.writer.append_replicate(rec, k)
                     done[case.id].append(rec)
                     self.on_replicate(rec, k)
                     if k == self.processes - 1 or rec["status"] not in ("ok", "wrong"):
