@@ -233,3 +233,22 @@ def test_one_process_writes_no_replicate_lines(tmp_path):
     runner(tmp_path, 1, FakePool()).run(plan(2))
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [x["type"] for x in lines] == ["header", "case", "case"]
+
+
+def test_a_real_run_measures_each_case_in_fresh_processes(tmp_path, run_cli):
+    from conftest import read_jsonl
+
+    code, _, err = run_cli("run", "--workloads", "sort,elementwise_add", "--backends", "numpy", "--sizes", "16",
+                           "--threads", "1", "--min-time", "0.01", "--max-time", "0.05", "--processes", "2",
+                           "--no-store", "--output-dir", str(tmp_path))
+    assert code == 0, err
+    lines = read_jsonl(tmp_path / "results.jsonl")
+    cases = [x for x in lines if x["type"] == "case"]
+    assert len(cases) == 2 and sum(x["type"] == "replicate" for x in lines) == 4
+    for rec in cases:
+        assert rec["n_processes"] == 2 and len(rec["replicates"]) == 2
+        assert rec["ci95_s"][0] <= rec["median_s"] <= rec["ci95_s"][1]
+        assert rec["backend_info"]["allocator"].startswith("glibc mallopt")
+        assert rec["minor_faults_per_call"] is not None
+    assert not (tmp_path / "references").exists()  # removed when the run completes
+    assert "process 1/2" in err
