@@ -93,6 +93,15 @@ class Comparison:
                 or (c.verdict == SLOWER and c.result is not None and c.result.ratio > 1 + limit)]
 
 
+def scipy_stats() -> Any:
+    """scipy.stats, or a one-line UsageError saying how to install it."""
+    try:
+        import scipy.stats
+    except ImportError:
+        raise UsageError("compare needs scipy: pip install 'arraybench[compare]'") from None
+    return scipy.stats
+
+
 def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, float], float]:
     """Ratio of the two point estimates, its 95 % interval and a two-sided p-value.
 
@@ -104,9 +113,7 @@ def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, f
     like the old Mann–Whitney test on pooled samples, finds "changes" that a fresh process would
     not reproduce (`verdict_note` says so).
     """
-    from scipy.stats import mannwhitneyu
-    from scipy.stats import t as student
-
+    stats = scipy_stats()
     log_ratio = math.log(new.point / base.point)
     vb, vn = base.log_sd**2, new.log_sd**2
     if vb + vn == 0:
@@ -115,12 +122,12 @@ def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, f
     se = math.sqrt(vb + vn)
     if min(base.processes, new.processes) == 1:
         b, n = base.pooled.samples, new.pooled.samples
-        p = 1.0 if len(set(b) | set(n)) == 1 else float(mannwhitneyu(b, n, alternative="two-sided").pvalue)
+        p = 1.0 if len(set(b) | set(n)) == 1 else float(stats.mannwhitneyu(b, n, alternative="two-sided").pvalue)
         df = math.inf
     else:
         df = (vb + vn) ** 2 / (vb**2 / (base.processes - 1) + vn**2 / (new.processes - 1))
-        p = float(2 * student.sf(abs(log_ratio) / se, df))
-    half = float(student.ppf(0.975, df)) * se
+        p = float(2 * stats.t.sf(abs(log_ratio) / se, df))
+    half = float(stats.t.ppf(0.975, df)) * se
     return math.exp(log_ratio), (math.exp(log_ratio - half), math.exp(log_ratio + half)), p
 
 
@@ -155,11 +162,7 @@ def adjust(results: list[SampleComparison], threshold: float) -> list[SampleComp
     """
     if not results:
         return []
-    try:
-        from scipy.stats import false_discovery_control
-    except ImportError:
-        raise UsageError("compare needs scipy: pip install 'arraybench[compare]'") from None
-    qs = false_discovery_control([r.p_value for r in results], method="bh")
+    qs = scipy_stats().false_discovery_control([r.p_value for r in results], method="bh")
     return [SampleComparison(r.ratio, r.ci95, r.p_value, decide(r.ratio, r.ci95, float(q), threshold), float(q),
                              r.processes) for r, q in zip(results, qs, strict=True)]
 
