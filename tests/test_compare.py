@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from arraybench.case import Case
-from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare_samples
+from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples
 from arraybench.execute import blank_record
-from arraybench.results import ResultsWriter
+from arraybench.measurement import Measurement, Replicated
+from arraybench.results import ResultsWriter, load_results
 
 
 def samples(center: float, n: int = 30, spread: float = 0.02, seed: int = 0) -> list[float]:
@@ -16,60 +17,109 @@ def samples(center: float, n: int = 30, spread: float = 0.02, seed: int = 0) -> 
     return [center * (1 + spread * rng.random()) for _ in range(n)]
 
 
+def processes(center: float, n: int = 30, spread: float = 0.02, seed: int = 0, between: float = 0.0,
+              count: int = 3) -> list[list[float]]:
+    """`count` processes' samples; each process's level is off by up to ±`between` (its allocator, layout...)."""
+    rng = random.Random(1000 + seed)
+    return [samples(center * (1 + between * (2 * rng.random() - 1)), n, spread, seed=seed * 100 + i)
+            for i in range(count)]
+
+
+def rep(groups: list[list[float]]) -> Replicated:
+    return Replicated(tuple(Measurement(tuple(g)) for g in groups))
+
+
 @pytest.mark.parametrize(
     "base, new, verdict",
     [
-        (samples(1.0), samples(1.3, seed=1), SLOWER),
-        (samples(1.0), samples(0.7, seed=1), FASTER),
-        (samples(1.0), samples(1.0, seed=1), SAME),
-        # A 30 % change seen in only 3 samples a side cannot be significant: no verdict.
-        (samples(1.0, n=3), samples(1.3, n=3, seed=1), NOISY),
+        (processes(1.0), processes(1.3, seed=1), SLOWER),
+        (processes(1.0), processes(0.7, seed=1), FASTER),
+        (processes(1.0), processes(1.0, seed=1), SAME),
+        # A 30 % change seen in only 3 samples of one process a side cannot be significant.
+        (processes(1.0, n=3, count=1), processes(1.3, n=3, seed=1, count=1), NOISY),
         # Samples spread over a factor of two: the interval admits large changes either way.
-        (samples(1.0, spread=1.0), samples(1.0, spread=1.0, seed=1), NOISY),
+        (processes(1.0, spread=1.0), processes(1.0, spread=1.0, seed=1), NOISY),
+        # Tight samples, but processes that disagree by ±15 %: a 20 % change is not shown.
+        (processes(1.0, between=0.15), processes(1.2, between=0.15, seed=1), NOISY),
     ],
 )
-def test_verdicts_from_raw_samples(base, new, verdict):
-    result = compare_samples(base, new)
+def test_verdicts_from_processes_and_samples(base, new, verdict):
+    result = compare_samples(rep(base), rep(new))
     assert result.verdict == verdict, result
     lo, hi = result.ci95
     assert lo <= result.ratio <= hi
 
 
+def test_samples_of_one_process_cannot_show_a_change_between_processes():
+    # Inside each process the samples are tight (2 %), so pooled samples "show" the 8 % gap
+    # between these two runs; the processes, which differ by 8 % among themselves, do not.
+    base = [samples(level, seed=i) for i, level in enumerate((0.92, 1.0, 1.08))]
+    new = [samples(level, seed=10 + i) for i, level in enumerate((1.0, 1.08, 1.16))]
+    assert compare_samples(rep(base), rep(new)).verdict == NOISY
+    pooled = compare_samples(rep([sum(base, [])]), rep([sum(new, [])]))
+    assert pooled.verdict == SLOWER
+
+
 def test_too_few_samples_say_what_to_do(tmp_path, run_cli):
-    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3, n=3))])
-    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1.3e-3, n=3, seed=1))])
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, processes(1e-3, n=3, between=0.2))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, processes(1.3e-3, n=3, seed=1, between=0.2))])
     code, out, _ = run_cli("compare", base, new, "--fail-on-slowdown", "10%")
     assert code == 0 and f"{NOISY} (few samples; raise --min-time)" in out
 
 
+def test_one_process_a_side_says_its_verdict_ignores_between_process_variation(tmp_path, run_cli):
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1.3e-3, seed=1))])
+    code, out, _ = run_cli("compare", base, new)
+    assert code == 0 and "one process a side" in out
+
+
 def test_a_significant_change_below_the_threshold_is_same():
-    base, new = samples(1.0), samples(1.02, seed=1)
+    base, new = rep(processes(1.0)), rep(processes(1.02, seed=1))
     assert compare_samples(base, new, threshold=0.05).verdict == SAME
     assert compare_samples(base, new, threshold=0.005).verdict == SLOWER
 
 
 def test_verdicts_are_deterministic():
-    base, new = samples(1.0, spread=0.5), samples(1.1, spread=0.5, seed=3)
+    base, new = rep(processes(1.0, spread=0.5)), rep(processes(1.1, spread=0.5, seed=3))
     assert compare_samples(base, new) == compare_samples(base, new)
 
 
-def scaled(xs: list[float], factor: float) -> list[float]:
-    return [x * factor for x in xs]
+def test_fdr_control_keeps_identical_runs_free_of_verdicts(tmp_path):
+    """300 unchanged cases: tested one by one at p < 0.05 about 15 would be called changed."""
+    base, new = [], []
+    for i in range(300):
+        base.append(record("numpy", "eager", i + 1, processes(1e-3, n=10, spread=0.05, seed=2 * i, between=0.1)))
+        new.append(record("numpy", "eager", i + 1, processes(1e-3, n=10, spread=0.05, seed=2 * i + 1, between=0.1)))
+    cmp = compare(load_results(results_file(tmp_path / "a.jsonl", base)),
+                  load_results(results_file(tmp_path / "b.jsonl", new)))
+    raw = sum(c.result.p_value < 0.05 for c in cmp.cases)
+    assert raw >= 5  # what an uncorrected test would call changes
+    counts = cmp.counts()
+    assert counts[SLOWER] == counts[FASTER] == 0, counts
 
 
-def record(backend: str, mode: str, size: int, times: list[float], status: str = "ok", threads: int = 1,
+def scaled(groups: list[list[float]], factor: float) -> list[list[float]]:
+    return [[x * factor for x in g] for g in groups]
+
+
+def record(backend: str, mode: str, size: int, times: list, status: str = "ok", threads: int = 1,
            dtype: str = "float64") -> dict:
+    """A case record; `times` is one process's samples, or a list of processes' samples."""
     case = Case("linreg", (("d", size), ("n", 200)), backend, mode, dtype, threads)
     rec = blank_record(case, status, "" if status == "ok" else "wrong result: relative error 1 > tolerance 1e-9")
     if status in ("ok", "wrong"):
-        rec.update(samples_s=times, median_s=sorted(times)[len(times) // 2], iqr_s=0.0)
+        groups = times if isinstance(times[0], list) else [times]
+        flat = [x for g in groups for x in g]
+        rec.update(samples_s=flat, median_s=rep(groups).point, iqr_s=0.0,
+                   replicates=[{"n_samples": len(g), "loops": 1} for g in groups])
     rec["backend_info"] = {"version": "1", "threads_verified": threads, "blas": [{"num_threads": threads}]}
     return rec
 
 
 def results_file(path: Path, records: list[dict], hostname: str = "box", numpy: str = "2.4.0",
                  threads: int = 1) -> str:
-    header = {"schema": 1, "run_id": path.stem, "arraybench_version": "0.1.0", "started": "2026-01-01T00:00:00+0000",
+    header = {"schema": 2, "run_id": path.stem, "arraybench_version": "0.1.0", "started": "2026-01-01T00:00:00+0000",
               "settings": {"dtype": "float64", "threads": threads, "seed": 0},
               "environment": {"hostname": hostname, "cpu_model": "cpu", "cpu_logical": 4, "gpus": [],
                               "versions": {"numpy": numpy, "jax": "0.10"}}}
@@ -83,12 +133,14 @@ def results_file(path: Path, records: list[dict], hostname: str = "box", numpy: 
 @pytest.fixture
 def two_runs(tmp_path):
     """numpy 20 % slower at both sizes; jax·jit 30 % faster at size 2 and WRONG at size 3."""
-    base = [record("numpy", "eager", 2, samples(1e-3)), record("numpy", "eager", 3, samples(2e-3)),
-            record("jax", "jit", 2, samples(1e-3)), record("jax", "jit", 3, samples(1e-3)),
-            record("torch", "eager", 2, samples(1e-3))]
-    new = [record("numpy", "eager", 2, scaled(samples(1e-3), 1.2)), record("numpy", "eager", 3, scaled(samples(2e-3), 1.2)),
-           record("jax", "jit", 2, scaled(samples(1e-3), 0.7)), record("jax", "jit", 3, samples(1e-5, seed=1), "wrong"),
-           record("numba", "jit", 2, samples(1e-3))]
+    base = [record("numpy", "eager", 2, processes(1e-3)), record("numpy", "eager", 3, processes(2e-3)),
+            record("jax", "jit", 2, processes(1e-3)), record("jax", "jit", 3, processes(1e-3)),
+            record("torch", "eager", 2, processes(1e-3))]
+    new = [record("numpy", "eager", 2, scaled(processes(1e-3), 1.2)),
+           record("numpy", "eager", 3, scaled(processes(2e-3), 1.2)),
+           record("jax", "jit", 2, scaled(processes(1e-3), 0.7)),
+           record("jax", "jit", 3, processes(1e-5, seed=1), "wrong"),
+           record("numba", "jit", 2, processes(1e-3))]
     return results_file(tmp_path / "base.jsonl", base), results_file(tmp_path / "new.jsonl", new)
 
 
@@ -121,8 +173,8 @@ def test_fail_on_slowdown_exit_code(two_runs, run_cli, limit, code):
 
 
 def test_only_slowdowns_beyond_the_limit_fail(tmp_path, run_cli):
-    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3))])
-    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1.2e-3, seed=1))])
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, processes(1e-3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, processes(1.2e-3, seed=1))])
     assert run_cli("compare", base, new, "--fail-on-slowdown", "10%")[0] == 1
     assert run_cli("compare", base, new, "--fail-on-slowdown", "25%")[0] == 0
     assert run_cli("compare", new, base, "--fail-on-slowdown", "0%")[0] == 0  # faster never fails
@@ -137,8 +189,8 @@ def test_markdown_output_for_a_pull_request(two_runs, run_cli, tmp_path):
 
 
 def test_runs_from_different_machines_and_versions_say_so(tmp_path, run_cli):
-    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, samples(1e-3))])
-    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, samples(1e-3, seed=1), threads=4)],
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, processes(1e-3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, processes(1e-3, seed=1), threads=4)],
                        hostname="ci-runner", numpy="2.5.0", threads=4)
     code, out, _ = run_cli("compare", base, new)
     assert code == 0

@@ -82,7 +82,7 @@ BAD_INPUTS = [
     ("report {tmp}/truncated.jsonl", "results file '{tmp}/truncated.jsonl' is truncated inside its header line"),
     ("report {tmp}/notjson.jsonl", "results file '{tmp}/notjson.jsonl' line 1 is not JSON"),
     ("report {tmp}/wrongschema.jsonl", "results file '{tmp}/wrongschema.jsonl' has no arraybench header on line 1"),
-    ("report {tmp}/newer.jsonl", "has schema 99, newer than this arraybench reads (1); upgrade arraybench"),
+    ("report {tmp}/newer.jsonl", "has schema 99, newer than this arraybench reads (2); upgrade arraybench"),
     ("report {tmp}/badrecord.jsonl", "line 2 lacks workload, params, backend, mode, dtype, status"),
     ("report {tmp}/badtype.jsonl", "line 2 has params 'n=3' of the wrong type"),
     ("run --resume {tmp}/done", "results file '{tmp}/done/results.jsonl' holds no run settings to resume with"),
@@ -90,7 +90,7 @@ BAD_INPUTS = [
     ("run --resume {tmp}/nowhere", "nothing to resume in '{tmp}/nowhere': it holds no results.jsonl"),
     ("run --resume {tmp}/r_empty", "results file '{tmp}/r_empty/results.jsonl' is empty"),
     ("run --resume {tmp}/r_notjson", "results file '{tmp}/r_notjson/results.jsonl' line 1 is not JSON"),
-    ("run --resume {tmp}/r_newer", "has schema 99, newer than this arraybench reads (1)"),
+    ("run --resume {tmp}/r_newer", "has schema 99, newer than this arraybench reads (2)"),
     ("run --resume {tmp}/done/results.jsonl", "--resume takes the run's output directory, not a file"),
     ("run --resume {tmp}/done --backends jax", "--resume {tmp}/done runs with the settings stored there; drop --backends"),
     ("run --workload-file {tmp}/missing.py", "workload file '{tmp}/missing.py' does not exist"),
@@ -224,7 +224,7 @@ def assert_resume_completes(run_cli, out_dir: Path, before: bytes) -> None:
     assert code == EXIT_OK, err
     after = (out_dir / "results.jsonl").read_bytes()
     assert after.startswith(before)  # nothing finished was lost or rewritten
-    lines = read_jsonl(out_dir / "results.jsonl")
+    lines = [r for r in read_jsonl(out_dir / "results.jsonl") if r["type"] != "replicate"]
     assert lines[0] == header
     ids = [r["id"] for r in lines[1:]]
     plan = build_plan(RunSettings.from_dict(header["settings"]))

@@ -42,7 +42,7 @@ def test_run_is_stored_with_every_record_and_raw_samples(stored_run):
     assert run.backends == ("numba", "numpy") and run.cases == 2 and run.failed == 0
     assert run.machine == fingerprint(on_disk[0]["environment"])
     assert stored.header == on_disk[0]
-    assert stored.records == on_disk[1:]
+    assert stored.records == [r for r in on_disk[1:] if r["type"] == "case"]  # replicate lines serve --resume
     assert all(len(r["samples_s"]) >= 3 for r in stored.records)
 
 

@@ -71,11 +71,14 @@ def test_sync_overhead_raises_the_loop_count(fake_clock):
     assert t.measurement.loops == 4
 
 
-def test_max_time_stops_slow_cases_after_three_samples(fake_clock):
+@pytest.mark.parametrize("processes, samples", [(1, 3), (2, 2), (3, 1)])
+def test_max_time_stops_slow_cases_after_three_samples_over_the_processes(fake_clock, processes, samples):
     fn, _ = make_fn(fake_clock, [2.0])
-    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=5.0)
+    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=5.0, processes=processes)
     t = Timer(fn, (), config=cfg, clock=fake_clock).run()
-    assert t.measurement.n == 3
+    assert t.measurement.n == max(samples, 3)  # 5 s of 2 s calls: 3 samples are taken anyway
+    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=1.0, processes=processes)
+    assert Timer(fn, (), config=cfg, clock=fake_clock).run().measurement.n == samples
     assert t.warmup_calls == 1
 
 
@@ -117,3 +120,59 @@ def test_pipelined_timer_reports_device_time_and_the_synced_latency_apart(fake_c
     synced = Timer(dev.fn, (), sync=dev.sync, config=cfg, clock=fake_clock).run()
     assert synced.measurement.median == 2**-16 + 2**-18  # every call waits for its own sync
     assert synced.latency_s is None
+
+
+def test_sampling_stops_once_the_interval_reaches_the_target(fake_clock):
+    # Costs alternate ±1 %: the median's interval is within ±2 % at once, so sampling stops at
+    # min_samples and min_time, far before max_time.
+    fn, _ = make_fn(fake_clock, [2**-10 * 1.01, 2**-10 * 0.99] * 10_000)
+    cfg = TimerConfig(warmup_time=0.0, min_sample_time=2**-11, overhead_factor=0, min_time=2**-5,
+                      min_samples=10, target_half_width=0.02, max_time=10.0)
+    t = Timer(fn, (), config=cfg, clock=fake_clock).run()
+    assert t.stop == "target"
+    assert t.measurement.n == 32  # 2^-5 s of 2^-10 s calls: min_time decides
+    assert t.measurement.half_width <= 0.02
+
+
+def test_a_case_that_cannot_reach_the_target_stops_at_max_time_and_says_its_width(fake_clock):
+    # Costs spread ±40 %: the median's interval stays wider than ±2 % for any affordable count.
+    costs = [2**-10 * (0.6 + 0.8 * ((i * 37) % 101) / 100) for i in range(10_000)]
+    fn, _ = make_fn(fake_clock, costs)
+    cfg = TimerConfig(warmup_time=0.0, min_sample_time=2**-11, overhead_factor=0, min_time=2**-5,
+                      min_samples=10, target_half_width=0.02, max_time=2**-3)
+    t = Timer(fn, (), config=cfg, clock=fake_clock).run()
+    assert t.stop == "max_time"
+    assert t.measurement.half_width > 0.02
+    assert 2**-3 <= sum(t.measurement.samples) < 2**-3 + 2**-8
+
+
+def test_page_faults_are_counted_per_timed_call(fake_clock):
+    faults = [0]
+
+    def fn():
+        faults[0] += 3  # every call maps three fresh pages
+        fake_clock.advance(2**-10)
+
+    cfg = TimerConfig(warmup_time=2**-6, min_sample_time=2**-8, overhead_factor=0, min_time=2**-5,
+                      min_samples=5, max_time=1.0)
+    t = Timer(fn, (), config=cfg, clock=fake_clock, faults=lambda: faults[0]).run()
+    assert t.measurement.loops == 4
+    assert t.minor_faults_per_call == 3.0
+
+
+def test_garbage_collector_is_off_while_sampling_and_restored_after(fake_clock):
+    import gc
+
+    seen = []
+
+    def fn():
+        seen.append(gc.isenabled())
+        fake_clock.advance(2**-10)
+
+    cfg = TimerConfig(warmup_time=2**-6, min_sample_time=2**-10, overhead_factor=0, min_time=2**-6,
+                      min_samples=5, max_time=1.0)
+    assert gc.isenabled()
+    Timer(fn, (), config=cfg, clock=fake_clock).run()
+    assert seen[0] is True  # the first call (compilation) runs as the program would
+    assert not any(seen[1:])
+    assert gc.isenabled()

@@ -13,7 +13,8 @@ from arraybench.errors import UsageError
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = Path(__file__).parents[1] / "examples"
 INSTALLED = [name for name, cls in BACKENDS.items() if cls.installed()[0] and name != "cupy"]
-TIMER = ["--min-time", "0.01", "--max-time", "0.2", "--min-samples", "3"]
+# One process a case: replication has its own tests (test_replication.py).
+TIMER = ["--min-time", "0.01", "--max-time", "0.2", "--min-samples", "3", "--processes", "1"]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ from arraybench.workloads import WORKLOADS
 
 INSTALLED = [name for name, cls in BACKENDS.items() if cls.installed()[0] and name != "cupy"]
 NEW = [name for name in WORKLOADS if not name.startswith("linreg")]
-TINY_TIMER = ["--min-time", "0.01", "--max-time", "0.1", "--min-samples", "3"]
+# One process a case: replication has its own tests (test_replication.py).
+TINY_TIMER = ["--min-time", "0.01", "--max-time", "0.1", "--min-samples", "3", "--processes", "1"]
 
 
 @pytest.fixture(scope="module")

@@ -88,6 +88,8 @@ def build_parser() -> Parser:
                      f"--quick, {TimerConfig().max_time:g} with --workloads)")
     run.add_argument("--min-samples", type=positive_int, help="samples per case at least (default: "
                      f"{suites.QUICK_TIMER.min_samples} with --quick, {TimerConfig().min_samples} otherwise)")
+    run.add_argument("--processes", type=positive_int,
+                     help="fresh worker processes each case is measured in (default 3)")
     run.add_argument("--output-dir", help=f"where results and report go (default: {RESULTS_ROOT}/RUN_ID, "
                                           f"and {RESULTS_ROOT}/{LATEST} points at it)")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR (or a run id in "
@@ -205,7 +207,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     from arraybench.timing import TimerConfig
 
     timer = TimerConfig()
-    overrides = {"min_time": args.min_time, "max_time": args.max_time, "min_samples": args.min_samples}
+    overrides = {"min_time": args.min_time, "max_time": args.max_time, "min_samples": args.min_samples,
+                 "processes": args.processes}
     timer = TimerConfig(**{**timer.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
     settings = RunSettings(timer=timer, seed=args.seed, timeout=args.timeout, dtype=args.dtype)
     settings.workloads = parse_list(args.workloads) or settings.workloads

@@ -22,7 +22,7 @@ from arraybench.errors import UsageError
 from arraybench.execute import blank_record, one_line
 from arraybench.plan import default_threads, parse_list
 from arraybench.results import ResultsWriter, load_results
-from arraybench.runner import CaseRunner, Runner
+from arraybench.runner import CaseRunner, Runner, merge_processes
 from arraybench.timing import TimerConfig
 
 # Every case needs one unit of SLOT and every arraybench Dask worker offers one, so a worker
@@ -324,6 +324,7 @@ class ClusterRunner:
             return blank_record(case, "crashed", f"Dask task failed: {one_line(e)}"), None
 
     def record(self, rec: dict[str, Any], environment: dict[str, Any] | None = None) -> None:
+        rec = merge_processes([rec])  # the local format; a cluster run measures a case in one process
         machine = rec.get("machine")
         if environment is not None and machine not in self.machines:
             self.machines.add(machine)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
-import statistics
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -14,15 +14,13 @@ from typing import Any
 
 from arraybench import environment, formats
 from arraybench.errors import UsageError
-from arraybench.measurement import FEW_SAMPLES
+from arraybench.measurement import FEW_SAMPLES, Replicated
 from arraybench.report.table import text_table
-from arraybench.results import FAILED, Results
+from arraybench.results import FAILED, Results, measured
 from arraybench.runner import format_seconds
 from arraybench.store import DEFAULT_PATH, load, run_id
 
-ALPHA = 0.05  # significance level of the Mann–Whitney U test
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0  # fixed: the same two runs always give the same intervals and verdicts
+ALPHA = 0.05  # false discovery rate across all cases compared (Benjamini–Hochberg)
 DEFAULT_THRESHOLD = 0.05  # changes smaller than this are "same" even when real
 
 FASTER, SLOWER, SAME, NOISY = "faster", "slower", "same", "too noisy to say"
@@ -36,12 +34,18 @@ COMPARABLE_SETTINGS = ("dtype", "threads", "devices", "seed", "timer")
 
 @dataclass(frozen=True)
 class SampleComparison:
-    """What two sets of raw samples of one case say about its change (new over base)."""
+    """What the processes and samples of one case say about its change (new over base).
+
+    `p_value` is the case's own two-sided p; `q_value` the Benjamini–Hochberg adjusted one
+    across every case of the comparison, which is what the verdict uses.
+    """
 
     ratio: float
     ci95: tuple[float, float]
     p_value: float
     verdict: str
+    q_value: float = math.nan
+    processes: tuple[int, int] = (1, 1)
 
 
 @dataclass(frozen=True)
@@ -93,51 +97,78 @@ class Comparison:
                 or (c.verdict == SLOWER and c.result is not None and c.result.ratio > 1 + limit)]
 
 
-def bootstrap_ratio_ci(base: list[float], new: list[float]) -> tuple[float, float]:
-    """95 % percentile-bootstrap interval of median(new) / median(base).
-
-    Both sides are resampled from their own raw samples, so the interval is for the ratio
-    itself and assumes nothing about the (skewed, long-tailed) shape of timing noise. Dividing
-    the ends of the two medians' own 95 % intervals instead gives a range that is guaranteed
-    only about 90 % coverage (0.95²) and is wider than the samples warrant. With a handful of
-    samples a side the bootstrap is coarse; the Mann–Whitney test then keeps the verdict honest.
-    """
-    import numpy as np
-
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    b, n = np.asarray(base, dtype=float), np.asarray(new, dtype=float)
-    mb = np.median(b[rng.integers(0, b.size, (BOOTSTRAP_RESAMPLES, b.size))], axis=1)
-    mn = np.median(n[rng.integers(0, n.size, (BOOTSTRAP_RESAMPLES, n.size))], axis=1)
-    lo, hi = np.quantile(mn / mb, [0.025, 0.975])
-    return float(lo), float(hi)
-
-
-def compare_samples(base: list[float], new: list[float], threshold: float = DEFAULT_THRESHOLD) -> SampleComparison:
-    """Ratio of medians, its bootstrap CI, a two-sided Mann–Whitney U test, and the verdict.
-
-    slower / faster: the test is significant (p < 0.05), the interval excludes 1, and the
-    ratio is beyond the threshold. same: the whole interval lies within the threshold, so any
-    change is too small to matter. Anything else is too noisy to say: the samples admit a
-    change larger than the threshold but do not show one.
-    """
+def scipy_stats() -> Any:
+    """scipy.stats, or a one-line UsageError saying how to install it."""
     try:
-        from scipy.stats import mannwhitneyu
+        import scipy.stats
     except ImportError:
         raise UsageError("compare needs scipy: pip install 'arraybench[compare]'") from None
+    return scipy.stats
 
-    ratio = statistics.median(new) / statistics.median(base)
-    lo, hi = bootstrap_ratio_ci(base, new)
-    p = 1.0 if len(set(base) | set(new)) == 1 else float(mannwhitneyu(base, new, alternative="two-sided").pvalue)
-    up, down = 1 + threshold, 1 / (1 + threshold)
-    if p < ALPHA and lo > 1 and ratio > up:
-        verdict = SLOWER
-    elif p < ALPHA and hi < 1 and ratio < down:
-        verdict = FASTER
-    elif down <= lo and hi <= up:
-        verdict = SAME
+
+def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, float], float]:
+    """Ratio of the two point estimates, its 95 % interval and a two-sided p-value.
+
+    The same model as a case's own interval (measurement.Replicated): each side's log point
+    estimate has the standard error of its hierarchical bootstrap (processes, then samples),
+    widened for the few processes a side has, and the log ratio is tested with Welch's t
+    (Welch–Satterthwaite degrees of freedom from R−1 a side). With one process a side the
+    variation between processes is unknown: the test then uses the normal distribution and,
+    like the old Mann–Whitney test on pooled samples, finds "changes" that a fresh process would
+    not reproduce (`verdict_note` says so).
+    """
+    stats = scipy_stats()
+    log_ratio = math.log(new.point / base.point)
+    vb, vn = base.log_sd**2, new.log_sd**2
+    if vb + vn == 0:
+        p = 1.0 if log_ratio == 0 else 0.0
+        return math.exp(log_ratio), (math.exp(log_ratio), math.exp(log_ratio)), p
+    se = math.sqrt(vb + vn)
+    if min(base.processes, new.processes) == 1:
+        b, n = base.pooled.samples, new.pooled.samples
+        p = 1.0 if len(set(b) | set(n)) == 1 else float(stats.mannwhitneyu(b, n, alternative="two-sided").pvalue)
+        df = math.inf
     else:
-        verdict = NOISY
-    return SampleComparison(ratio, (lo, hi), p, verdict)
+        df = (vb + vn) ** 2 / (vb**2 / (base.processes - 1) + vn**2 / (new.processes - 1))
+        p = float(2 * stats.t.sf(abs(log_ratio) / se, df))
+    half = float(stats.t.ppf(0.975, df)) * se
+    return math.exp(log_ratio), (math.exp(log_ratio - half), math.exp(log_ratio + half)), p
+
+
+def decide(ratio: float, ci95: tuple[float, float], q: float, threshold: float) -> str:
+    """slower / faster: significant after the FDR correction (q < 0.05), the interval excludes 1
+    and the ratio is beyond the threshold. same: the whole interval lies within the threshold.
+    Anything else is too noisy to say: the data admit a change larger than the threshold but
+    do not show one."""
+    lo, hi = ci95
+    up, down = 1 + threshold, 1 / (1 + threshold)
+    if q < ALPHA and lo > 1 and ratio > up:
+        return SLOWER
+    if q < ALPHA and hi < 1 and ratio < down:
+        return FASTER
+    if down <= lo and hi <= up:
+        return SAME
+    return NOISY
+
+
+def compare_samples(base: Replicated, new: Replicated, threshold: float = DEFAULT_THRESHOLD) -> SampleComparison:
+    """One case on its own: its verdict with q = p (no other case to correct for)."""
+    ratio, ci, p = ratio_test(base, new)
+    return SampleComparison(ratio, ci, p, decide(ratio, ci, p, threshold), p, (base.processes, new.processes))
+
+
+def adjust(results: list[SampleComparison], threshold: float) -> list[SampleComparison]:
+    """Benjamini–Hochberg across all cases: q-values, and the verdicts they give.
+
+    Two identical runs of 300 cases tested each at p < 0.05 promise about 15 false verdicts;
+    controlling the false discovery rate at 5 % keeps the expected share of false ones among
+    those called faster or slower at 5 %.
+    """
+    if not results:
+        return []
+    qs = scipy_stats().false_discovery_control([r.p_value for r in results], method="bh")
+    return [SampleComparison(r.ratio, r.ci95, r.p_value, decide(r.ratio, r.ci95, float(q), threshold), float(q),
+                             r.processes) for r, q in zip(results, qs, strict=True)]
 
 
 def match_key(r: dict[str, Any]) -> tuple:
@@ -158,18 +189,26 @@ def row_label(r: dict[str, Any]) -> str:
 
 
 def compare_cases(base: dict[str, Any], new: dict[str, Any], threshold: float) -> CaseComparison:
+    """One case, before the correction across cases (`compare` applies it)."""
     label, row = case_label(new), row_label(new)
     if base["status"] == "ok" and new["status"] == "ok":
-        if not (base.get("samples_s") and new.get("samples_s")):
+        b, n = measured(base), measured(new)
+        if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
-        result = compare_samples(base["samples_s"], new["samples_s"], threshold)
-        few = min(len(base["samples_s"]), len(new["samples_s"])) < FEW_SAMPLES
-        note = "few samples; raise --min-time" if result.verdict == NOISY and few else ""
-        return CaseComparison(label, row, base, new, result, result.verdict, note)
+        result = compare_samples(b, n, threshold)
+        return CaseComparison(label, row, base, new, result, result.verdict, "")
     if base["status"] == "ok" and new["status"] in FAILED:
         return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new['status']}: {new.get('error', '')}")
     side, rec = ("base", base) if base["status"] != "ok" else ("new", new)
     return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec['status']}")
+
+
+def verdict_note(result: SampleComparison, base: dict[str, Any], new: dict[str, Any]) -> str:
+    """What a reader should know about how far this verdict can be trusted."""
+    if min(result.processes) == 1:
+        return "one process a side: between-process variation unknown; run with --processes 3"
+    few = min(m.n for rec in (base, new) for m in measured(rec).runs) < FEW_SAMPLES  # type: ignore[union-attr]
+    return "few samples; raise --min-time" if result.verdict == NOISY and few else ""
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
@@ -224,10 +263,16 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     b = {match_key(r): r for r in base.latest().values()}
     n = {match_key(r): r for r in new.latest().values()}
     both = sorted(b.keys() & n.keys())
+    cases = [compare_cases(b[k], n[k], threshold) for k in both]
+    tested = [c for c in cases if c.result is not None]
+    adjusted = iter(adjust([c.result for c in tested], threshold))  # type: ignore[misc]
+    cases = [c if c.result is None else
+             dataclasses.replace(c, result=(a := next(adjusted)), verdict=a.verdict, note=verdict_note(a, c.base, c.new))
+             for c in cases]
     return Comparison(
         base_name=names[0],
         new_name=names[1],
-        cases=[compare_cases(b[k], n[k], threshold) for k in both],
+        cases=cases,
         only_base=sorted(f"{case_label(b[k])} {row_label(b[k])}" for k in b.keys() - n.keys()),
         only_new=sorted(f"{case_label(n[k])} {row_label(n[k])}" for k in n.keys() - b.keys()),
         differences=environment_differences(base, new),
@@ -259,7 +304,7 @@ def _case_rows(cmp: Comparison) -> list[list[str]]:
             continue
         lo, hi = c.result.ci95
         rows.append([c.label, c.row, _median(c.base), _median(c.new),
-                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]", f"{c.result.p_value:.2g}",
+                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]", f"{c.result.q_value:.2g}",
                      f"{c.verdict} ({c.note})" if c.note else c.verdict])
     return rows
 
@@ -268,7 +313,7 @@ def _median(r: dict[str, Any]) -> str:
     return format_seconds(r.get("median_s")) if r["status"] == "ok" else r["status"].upper()
 
 
-CASE_HEADER = ["case", "backend·mode", "base median", "new median", "new/base [95% CI]", "p", "verdict"]
+CASE_HEADER = ["case", "backend·mode", "base median", "new median", "new/base [95% CI]", "q (BH)", "verdict"]
 GEO_HEADER = ["backend·mode", "geometric mean new/base", "cases"]
 
 
@@ -276,7 +321,7 @@ def summary(cmp: Comparison) -> str:
     parts = [f"{n} {v}" for v, n in cmp.counts().items() if n]
     return (f"{cmp.new_name} vs {cmp.base_name}: cases on both sides: {len(cmp.cases)}"
             + (f" ({', '.join(parts)})" if parts else "")
-            + f"; threshold {100 * cmp.threshold:g}%, Mann–Whitney U at p < {ALPHA}")
+            + f"; threshold {100 * cmp.threshold:g}%, false discovery rate {100 * ALPHA:g}% (Benjamini–Hochberg)")
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:

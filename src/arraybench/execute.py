@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
+import os
 import time
 import traceback
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from arraybench import gpu
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
 from arraybench.timing import Timer, TimerConfig
 from arraybench.workloads import resolve_workload
-from arraybench.workloads.base import Workload
+from arraybench.workloads.base import Tolerance, Workload, leaves
 
 
 def input_seed(run_seed: int, case: Case) -> int:
@@ -43,6 +49,7 @@ def blank_record(case: Case, status: str, error: str = "") -> dict[str, Any]:
         "build_s": None,
         "samples_s": [],
         "loops": None,
+        "minor_faults_per_call": None,
         "median_s": None,
         "iqr_s": None,
         "flops": None,
@@ -69,9 +76,10 @@ COLD_MAX_MEDIAN_S = 1e-3
 class CaseExecutor:
     """Holds a loaded backend and caches references, so a worker can run many cases."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, cache: Path | None = None) -> None:
         self.backend = backend
-        self._refs: dict[tuple[str, int, str], Any] = {}
+        self.cache = cache
+        self._refs: dict[tuple[str, int, str], tuple[Any, Tolerance]] = {}
         self.l2_bytes = gpu.l2_bytes() if backend.pipelined else None
         self.clocks = gpu.ClockWatch() if backend.pipelined else None
 
@@ -86,11 +94,40 @@ class CaseExecutor:
         out.update(cold_samples_s=cold, cold_median_s=cold[len(cold) // 2], cold_method=be.cold_method)
         return out
 
-    def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> Any:
+    def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> tuple[Any, Tolerance]:
+        """The NumPy float64 reference and the tolerance calibrated from it (Workload.calibrate).
+
+        Kept in memory for the next case (one: they can be big) and, with a cache directory,
+        on disk for every worker of the run, as arrays only (np.load without pickle). Checks
+        read a reference through `leaves`, so its arrays in that order are all they need.
+        """
         key = (case.workload, seed, case.dtype)
-        if key not in self._refs:
-            self._refs = {key: wl.expected(inputs, case.params_dict)}  # keep one: they can be big
-        return self._refs[key]
+        if key in self._refs:
+            return self._refs[key]
+        path = None
+        if self.cache is not None:
+            name = hashlib.sha256(repr((case.workload, case.source, seed, case.dtype)).encode()).hexdigest()[:24]
+            path = self.cache / name
+        if path is not None and path.with_suffix(".json").exists():
+            with np.load(path.with_suffix(".npz"), allow_pickle=False) as z:
+                arrays = [z[f"arr_{i}"] for i in range(len(z.files))]
+            ref = arrays[0] if len(arrays) == 1 else tuple(arrays)
+            tol = Tolerance(**json.loads(path.with_suffix(".json").read_text()))
+        else:
+            t0 = time.perf_counter()
+            ref = wl.expected(inputs, case.params_dict)
+            tol = wl.calibrate(inputs, ref, case.dtype, case.params_dict, time.perf_counter() - t0)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f"{name}.{os.getpid()}.tmp.npz")
+                np.savez(tmp, *leaves(ref))
+                os.replace(tmp, path.with_suffix(".npz"))
+                # Written last: its presence says the arrays are whole (another worker may be reading).
+                tmp = path.with_name(f"{name}.{os.getpid()}.tmp.json")
+                tmp.write_text(json.dumps(dataclasses.asdict(tol)))
+                os.replace(tmp, path.with_suffix(".json"))
+        self._refs = {key: (ref, tol)}
+        return ref, tol
 
     def run(self, case: Case, config: TimerConfig, run_seed: int) -> dict[str, Any]:
         be = self.backend
@@ -105,8 +142,9 @@ class CaseExecutor:
                 rec.update(status="unsupported", error=reason)
                 return rec
             seed = input_seed(run_seed, case)
+            be.start_case()  # no peak memory or compiler state of an earlier case in this worker
             host = wl.host_inputs(seed, case.dtype, params)
-            ref = self.reference(wl, seed, case, host)
+            ref, tol = self.reference(wl, seed, case, host)
 
             if wl.host_args:
                 args = host
@@ -140,20 +178,25 @@ class CaseExecutor:
             t0 = time.perf_counter()
             out = be.to_host(timing.last_output)
             rec["to_host_s"] = time.perf_counter() - t0
-            check = wl.check(out, ref, case.dtype, params)
+            check = wl.check(out, ref, case.dtype, params, tol.value)
 
             rec.update(
                 status="ok" if check.correct else "wrong",
-                error="" if check.correct else _wrong_reason(check),
+                error=_wrong_reason(check) if not check.correct else (tol.source if tol.ill_conditioned else ""),
                 first_call_s=timing.first_call_s,
                 samples_s=list(m.samples),
                 loops=m.loops,
+                half_width=m.half_width,
+                stop=timing.stop,
+                minor_faults_per_call=timing.minor_faults_per_call,
                 warmup_calls=timing.warmup_calls,
                 overhead_s=timing.overhead_s,
                 latency_s=timing.latency_s,
                 max_abs_err=check.max_abs_err,
                 rel_err=check.rel_err,
                 tolerance=check.tolerance,
+                tolerance_source=tol.source,
+                ill_conditioned=tol.ill_conditioned,
                 correct=check.correct,
                 peak_memory_bytes=be.peak_memory(),
                 **m.summary(),

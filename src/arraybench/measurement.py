@@ -1,14 +1,51 @@
-"""Measurement: raw per-call samples of one case and the statistics derived from them."""
+"""Measurement: raw per-call samples of one case, in one or several processes, and their statistics."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 NOISY_IQR_RATIO = 0.10
 FEW_SAMPLES = 5
+# Processes whose medians differ by more than this make a case noisy, whatever each one's IQR.
+NOISY_PROCESS_SPREAD = 0.10
+# What one minor page fault costs (trap, zero a 4 KiB page, map it): 2.0 µs measured on the
+# 2-core VM of issue 11 (30.6 ms for 15 583 faults), about 0.5 µs on bare metal; 1 µs between.
+FAULT_COST_S = 1e-6
+# A case whose page faults take this share of its time (at FAULT_COST_S each, so likely twice
+# that on a VM) measures the kernel's memory mapping as much as the framework.
+FAULT_DOMINATED_SHARE = 0.3
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0  # fixed: the same samples always give the same interval
+
+
+def fault_dominated(faults_per_call: float | None, seconds_per_call: float | None) -> bool:
+    """Whether page faults (at FAULT_COST_S each) take FAULT_DOMINATED_SHARE or more of a call's time."""
+    if not faults_per_call or not seconds_per_call:
+        return False
+    return faults_per_call * FAULT_COST_S >= FAULT_DOMINATED_SHARE * seconds_per_call
+
+
+@functools.lru_cache(maxsize=256)
+def median_ci_rank(n: int) -> int:
+    """The rank j of Measurement.ci95 for n samples: exact to 200 samples, then the normal limit.
+
+    The exact sum costs O(n) big-integer binomials; the Timer asks after every sample.
+    """
+    if n > 200:
+        return max(1, math.floor(n / 2 - 1.96 * math.sqrt(n) / 2))
+    j, tail = 0, 0.0
+    while True:
+        tail_next = tail + math.comb(n, j) / 2.0**n
+        if tail_next > 0.025:
+            break
+        tail, j = tail_next, j + 1
+    return max(j, 1)
 
 
 @dataclass(frozen=True)
@@ -72,14 +109,15 @@ class Measurement:
         rank that keeps this at 95 % or more (fewer than 6 samples: the whole range).
         """
         s, n = self.sorted, self.n
-        j, tail = 0, 0.0
-        while True:
-            tail_next = tail + math.comb(n, j) / 2.0**n
-            if tail_next > 0.025:
-                break
-            tail, j = tail_next, j + 1
-        j = max(j, 1)
+        j = median_ci_rank(n)
         return s[j - 1], s[n - j]
+
+    @property
+    def half_width(self) -> float:
+        """The 95 % interval's larger half, relative to the median: what adaptive stopping aims at."""
+        lo, hi = self.ci95
+        med = self.median
+        return max(med - lo, hi - med) / med if med > 0 else math.inf
 
     @property
     def noisy(self) -> bool:
@@ -108,5 +146,145 @@ class Measurement:
             "std_s": self.std,
             "ci95_s": [lo, hi],
             "n_samples": self.n,
+            "noisy": self.noisy,
+        }
+
+
+def bootstrap_log_point(groups: Sequence[Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,
+                        seed: int = BOOTSTRAP_SEED) -> Any:
+    """log(Replicated.point) in each of `resamples` two-level (hierarchical) bootstrap resamples.
+
+    First each process's median is resampled from its own samples (the noise inside a process),
+    then the processes themselves are drawn with replacement (the noise between processes, which
+    on a shared machine is usually the larger one). Returns a NumPy array of `resamples` values.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    r = len(groups)
+    log_medians = np.empty((r, resamples))
+    for i, g in enumerate(groups):
+        a = np.asarray(g, dtype=float)
+        log_medians[i] = np.log(np.median(a[rng.integers(0, a.size, (resamples, a.size))], axis=1))
+    picks = rng.integers(0, r, (resamples, r))
+    return log_medians[picks, np.arange(resamples)[:, None]].mean(axis=1)
+
+
+# Student's t, 97.5th percentile, for 1..10 degrees of freedom (beyond: the Cornish–Fisher series).
+T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281)
+
+
+def t975(df: int) -> float:
+    """The 97.5th percentile of Student's t with `df` degrees of freedom (no SciPy in a run)."""
+    if df <= len(T975):
+        return T975[df - 1]
+    z = 1.959963984540054
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def small_sample_factor(processes: int) -> float:
+    """√(R/(R−1)): the bootstrap's spread of a mean over R processes is √((R−1)/R) too small."""
+    return math.sqrt(processes / (processes - 1)) if processes > 1 else 1.0
+
+
+@dataclass(frozen=True)
+class Replicated:
+    """One case measured in several independent worker processes, each with its own samples.
+
+    A process's allocator state, memory layout and the cases that ran before it shift all of
+    its samples together, so samples from one process say nothing about the next process. The
+    point estimate is the geometric mean of the per-process medians (times are ratios at heart),
+    and its interval comes from a hierarchical bootstrap that resamples processes, then samples.
+    """
+
+    runs: tuple[Measurement, ...]
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError("Replicated needs at least one process's Measurement")
+
+    @classmethod
+    def from_counts(cls, samples: Sequence[float], counts: Sequence[int], loops: Sequence[int]) -> Replicated:
+        """Split the pooled samples of a record back into its processes (`counts` samples each)."""
+        if sum(counts) != len(samples):
+            raise ValueError(f"replicate sample counts {list(counts)} do not add up to {len(samples)} samples")
+        runs, start = [], 0
+        for n, lp in zip(counts, loops, strict=True):
+            runs.append(Measurement(tuple(samples[start:start + n]), lp))
+            start += n
+        return cls(tuple(runs))
+
+    @property
+    def processes(self) -> int:
+        return len(self.runs)
+
+    @cached_property
+    def pooled(self) -> Measurement:
+        return Measurement(tuple(x for m in self.runs for x in m.samples), self.runs[0].loops)
+
+    @property
+    def medians(self) -> list[float]:
+        return [m.median for m in self.runs]
+
+    @property
+    def point(self) -> float:
+        """Geometric mean of the per-process medians: every process weighs the same."""
+        return math.exp(statistics.fmean(math.log(m) for m in self.medians))
+
+    @property
+    def spread(self) -> float:
+        """Slowest process's median over the fastest's, minus one."""
+        return max(self.medians) / min(self.medians) - 1
+
+    @cached_property
+    def log_bootstrap(self) -> Any:
+        return bootstrap_log_point([m.samples for m in self.runs])
+
+    @property
+    def log_sd(self) -> float:
+        """Standard error of log(point), corrected for the few processes a case has."""
+        return float(self.log_bootstrap.std()) * small_sample_factor(self.processes)
+
+    @property
+    def ci95(self) -> tuple[float, float]:
+        """95 % interval for the median that a repeat of this run will report.
+
+        A repeat run is itself an estimate with the same error, so its median falls within
+        point·exp(±t·√2·se), not in the narrower interval of the true value (which a second
+        run's median misses about one time in six). se is the hierarchical bootstrap's, t is
+        Student's with R−1 degrees of freedom: three processes say little about the spread
+        between processes, and the interval says so by being wide. With one process the
+        between-process variation is unknown: the interval is then that process's own and
+        says too little.
+        """
+        if self.processes == 1:
+            return self.runs[0].ci95
+        half = t975(self.processes - 1) * math.sqrt(2) * self.log_sd
+        c = math.log(self.point)
+        return math.exp(c - half), math.exp(c + half)
+
+    @property
+    def noisy(self) -> bool:
+        return self.pooled.noisy or self.spread > NOISY_PROCESS_SPREAD
+
+    @property
+    def warnings(self) -> list[str]:
+        out = [w for w in self.pooled.warnings if not w.startswith("noisy")]
+        if self.noisy:
+            out.insert(0, f"noisy: IQR is {100 * self.pooled.iqr / self.pooled.median:.0f}% of the median and "
+                          f"processes differ by {100 * self.spread:.0f}%; close other programs or add --replicates")
+        if self.processes == 1:
+            out.append("one process: the interval ignores the variation between processes")
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The pooled samples' statistics, with the point estimate and interval over processes."""
+        lo, hi = self.ci95
+        return {
+            **self.pooled.summary(),
+            "median_s": self.point,
+            "ci95_s": [lo, hi],
+            "n_processes": self.processes,
+            "process_spread": self.spread,
             "noisy": self.noisy,
         }

@@ -2,6 +2,13 @@
 
 Schema history (keep old fixtures in tests/fixtures so the loader never silently breaks):
   1 — first version: header {"type": "header", "schema": 1, ...}; case lines {"type": "case", ...}.
+  2 — each case is measured in several worker processes. Each process's result is written the
+      moment it exists as a {"type": "replicate", "replicate": k, ...} line (read back only by
+      --resume); the case line follows the last one and holds every process's samples in
+      `samples_s`, one summary per process in `replicates` (its `n_samples` say which samples
+      are its), `n_processes`, and statistics over processes (median_s, ci95_s: see
+      measurement.Replicated). New per-process fields: minor_faults_per_call, half_width, stop.
+      A schema-1 case line loads as one process (upgrade_1_to_2).
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from arraybench.errors import UsageError
+from arraybench.measurement import Replicated
 
-SCHEMA = 1
+SCHEMA = 2
 # A case's status: it ran and was right; it failed (never ranked); or it could not run here.
 FAILED = ("wrong", "error", "timeout", "crashed")
 STATUSES = ("ok", *FAILED, "unavailable", "unsupported")
@@ -40,6 +48,7 @@ class Results:
     path: Path | None = None
     warnings: list[str] = field(default_factory=list)
     machine_lines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    replicate_lines: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -136,6 +145,10 @@ class ResultsWriter:
 
     def append(self, record: dict[str, Any]) -> None:
         self._write({"type": "case", **record})
+
+    def append_replicate(self, record: dict[str, Any], replicate: int) -> None:
+        """One process's result for a case, kept so --resume need not measure it again."""
+        self._write({**record, "type": "replicate", "replicate": replicate})
 
     def add_machine(self, machine: str, environment: dict[str, Any]) -> None:
         """Record the environment of a machine that cases of this run ran on (a cluster run)."""
@@ -261,16 +274,42 @@ def load_results(path: str | os.PathLike[str]) -> Results:
         )
     records = []
     machines = {}
+    replicates = []
     for i, obj in enumerate(objs[1:], 2):
         if obj.get("type") == "machine" and isinstance(obj.get("environment"), dict):
             machines[str(obj.get("machine"))] = obj["environment"]
+        if obj.get("type") == "replicate" and isinstance(obj.get("id"), str):
+            replicates.append(obj)
         if obj.get("type") != "case":
             continue
         problem = _case_problem(obj)
         if problem:
             raise UsageError(f"results file {str(p)!r} line {i} {problem}")
-        records.append(obj)
-    return Results(header=header, records=records, path=p, warnings=warnings, machine_lines=machines)
+        records.append(upgrade_1_to_2(obj) if schema == 1 else obj)
+    return Results(header=header, records=records, path=p, warnings=warnings, machine_lines=machines,
+                   replicate_lines=replicates)
+
+
+def upgrade_1_to_2(record: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 case line as schema 2: its samples came from one process."""
+    out = dict(record)
+    samples = out.get("samples_s") or []
+    out["n_processes"] = 1 if samples else 0
+    out["replicates"] = [{"n_samples": len(samples), "loops": out.get("loops") or 1,
+                          "median_s": out.get("median_s"), "first_call_s": out.get("first_call_s")}] if samples else []
+    return out
+
+
+def measured(record: dict[str, Any]) -> Replicated | None:
+    """A record's samples as Replicated (one Measurement per process), or None when it has none.
+
+    A record without `replicates` (a cluster run's, or one built by hand) is one process.
+    """
+    samples = record.get("samples_s") or []
+    if not samples:
+        return None
+    reps = record.get("replicates") or [{"n_samples": len(samples), "loops": record.get("loops") or 1}]
+    return Replicated.from_counts(samples, [r["n_samples"] for r in reps], [r.get("loops") or 1 for r in reps])
 
 
 def _case_problem(obj: dict[str, Any]) -> str:

@@ -7,11 +7,14 @@ import os
 import random
 import re
 import select
+import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
@@ -22,7 +25,7 @@ from arraybench.backends.base import child_env
 from arraybench.case import Case
 from arraybench.execute import blank_record
 from arraybench.limits import format_size
-from arraybench.results import ResultsWriter
+from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
 
 WorkerKey = tuple[str, int, str, str]  # backend, threads, dtype, device
@@ -57,7 +60,8 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.worker` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None) -> None:
+    def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None,
+                 reference_cache: Path | None = None) -> None:
         self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
         self.memory_limit = memory_limit
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -72,6 +76,8 @@ class Worker:
         ]
         if memory_limit:
             cmd += ["--memory-limit", str(memory_limit)]
+        if reference_cache is not None:
+            cmd += ["--reference-cache", str(reference_cache)]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -155,10 +161,14 @@ class CaseRunner(Protocol):
 
 
 class Runner:
-    """Runs cases in shuffled order in a WorkerPool, writing and reporting each record at once.
+    """Runs each case in `timer.processes` worker processes, in shuffled order, recording as it goes.
 
-    A case that hangs, crashes its worker or raises is recorded with its status and reason;
-    the worker is replaced and the run goes on.
+    The plan runs in rounds: each round starts fresh workers and shuffles the cases anew, so a
+    case's processes differ in what ran before them and when. Each process's result is written
+    the moment it exists (a replicate line, for --resume); the case's record, with the
+    statistics over its processes, follows its last one. A case that hangs, crashes its
+    worker or raises is recorded with its status and reason after that one process (no second
+    timeout); the worker is replaced and the run goes on.
     """
 
     def __init__(
@@ -170,31 +180,98 @@ class Runner:
         log_dir: Path,
         on_record: Callable[[dict[str, Any]], None] = lambda r: None,
         memory_limit: int | None = None,
+        on_replicate: Callable[[dict[str, Any], int], None] = lambda r, k: None,
+        partial: dict[str, list[dict[str, Any]]] | None = None,
     ) -> None:
-        self.writer, self.seed = writer, seed
-        self.on_record = on_record
-        self.pool = WorkerPool(timer, seed, timeout, log_dir, memory_limit)
+        self.writer, self.seed, self.processes = writer, seed, max(1, timer.processes)
+        self.on_record, self.on_replicate = on_record, on_replicate
+        self.partial = partial or {}
+        # References are computed once per run and shared by every process that checks against
+        # them (poly at 10000² takes seconds; 3 processes × 8 cases would pay it 24 times).
+        self.reference_cache = log_dir.parent / "references"
+        self.pool = WorkerPool(timer, seed, timeout, log_dir, memory_limit, self.reference_cache)
         self.machine = socket.gethostname()
 
     @staticmethod
-    def order(cases: Iterable[Case], seed: int) -> list[Case]:
-        """Shuffled, so slow drift of the machine's speed spreads over all backends alike."""
+    def order(cases: Iterable[Case], seed: int, round: int = 0) -> list[Case]:
+        """Shuffled, so slow drift of the machine's speed spreads over all backends alike;
+        a different order each round, so no case always follows the same one."""
         out = sorted(cases, key=lambda c: c.id)
-        random.Random(seed).shuffle(out)
+        random.Random(seed if round == 0 else f"{seed}/round {round}").shuffle(out)
         return out
 
     def run(self, cases: list[Case]) -> list[dict[str, Any]]:
+        done: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for cid, recs in self.partial.items():
+            done[cid] = list(recs)
+        finished: set[str] = set()
         records = []
         try:
-            for case in self.order(cases, self.seed):
-                rec = self.pool.run_one(case)
-                rec["machine"] = self.machine
-                self.writer.append(rec)
-                records.append(rec)
-                self.on_record(rec)
+            for k in range(self.processes):
+                for case in self.order(cases, self.seed, k):
+                    if case.id in finished or len(done[case.id]) > k:  # failed early, or resumed past k
+                        continue
+                    rec = self.pool.run_one(case)
+                    rec["machine"] = self.machine
+                    if self.processes > 1:  # with one, the case line follows at once
+                        self.writer.append_replicate(rec, k)
+                    done[case.id].append(rec)
+                    self.on_replicate(rec, k)
+                    if k == self.processes - 1 or rec["status"] not in ("ok", "wrong"):
+                        final = merge_processes(done[case.id])
+                        self.writer.append(final)
+                        records.append(final)
+                        self.on_record(final)
+                        finished.add(case.id)
+                # Fresh processes for the next round: no allocator or JIT state carries over.
+                self.pool.close()
         finally:
             self.pool.close()
+        shutil.rmtree(self.reference_cache, ignore_errors=True)  # kept after an interruption, for --resume
         return records
+
+
+# A process's own fields, kept per process in `replicates`; the case line gives their median.
+PROCESS_FIELDS = ("first_call_s", "transfer_s", "to_host_s", "build_s", "latency_s",
+                  "minor_faults_per_call", "overhead_s")
+PROCESS_ONLY_FIELDS = ("loops", "median_s", "half_width", "stop", "warmup_calls", "peak_memory_bytes")
+
+
+def merge_processes(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The case record from its processes' records: every process's samples, statistics over them.
+
+    The status is the worst any process saw: one wrong or crashed process makes the case so.
+    """
+    severity = {s: i for i, s in enumerate(("crashed", "timeout", "error", "wrong"))}
+    worst = min(recs, key=lambda r: severity.get(r["status"], len(severity)))
+    timed = [r for r in recs if r.get("samples_s")]
+    out = {k: v for k, v in worst.items() if k not in ("type", "replicate")}
+    if not timed:
+        return out
+    out["samples_s"] = [x for r in timed for x in r["samples_s"]]
+    out["replicates"] = [
+        {"n_samples": len(r["samples_s"]), **{k: r.get(k) for k in PROCESS_ONLY_FIELDS + PROCESS_FIELDS}}
+        for r in timed
+    ]
+    for k in PROCESS_FIELDS:
+        values = [r[k] for r in timed if r.get(k) is not None]
+        out[k] = statistics.median(values) if values else None
+    peaks = [r["peak_memory_bytes"] for r in timed if r.get("peak_memory_bytes") is not None]
+    out["peak_memory_bytes"] = max(peaks) if peaks else None
+    cold = sorted(x for r in timed for x in r.get("cold_samples_s") or ())
+    if cold:  # a GPU case's L2-cold calls, pooled over its processes
+        out["cold_samples_s"], out["cold_median_s"] = cold, statistics.median(cold)
+    clocks = [r["gpu_clock"] for r in timed if r.get("gpu_clock")]
+    if clocks:  # the case ran throttled if any of its processes did
+        out["gpu_clock"] = next((c for c in clocks if c.get("throttled")), clocks[0])
+    for k in ("loops", "half_width", "stop", "warmup_calls"):
+        out.pop(k, None)
+    stats = measured(out)
+    assert stats is not None  # timed is not empty
+    out.update(stats.summary())
+    if out["status"] in FAILED and out["status"] != "wrong" and len(recs) > 1:
+        out["error"] = f"{out['error']} (in process {recs.index(worst) + 1} of {len(recs)})"
+    return out
 
 
 class WorkerPool:
@@ -207,10 +284,11 @@ class WorkerPool:
     """
 
     def __init__(self, timer: TimerConfig, seed: int, timeout: float, log_dir: Path,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, reference_cache: Path | None = None) -> None:
         self.timer, self.seed, self.timeout = timer, seed, timeout
         self.log_dir = log_dir
         self.memory_limit = memory_limit
+        self.reference_cache = reference_cache
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
 
@@ -224,7 +302,7 @@ class WorkerPool:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         if worker is None:
-            worker = Worker(case, self.log_dir, self.memory_limit)
+            worker = Worker(case, self.log_dir, self.memory_limit, self.reference_cache)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:
@@ -259,23 +337,37 @@ class WorkerPool:
 class Progress:
     """A progress line on stderr: a bar on a terminal, one line per case otherwise."""
 
-    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, processes: int = 1) -> None:
         # sys.stderr looked up now, not at import: pytest and notebooks swap it after import.
         self.total, self.done, self.stream = total, 0, stream or sys.stderr
+        self.processes, self.processes_done = processes, 0
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
+
+    def replicate(self, rec: dict[str, Any], k: int) -> None:
+        """One process of a case done (the case's own line follows its last process)."""
+        self.processes_done += 1
+        if k < self.processes - 1 and rec["status"] in ("ok", "wrong"):
+            what = f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']} process {k + 1}/{self.processes}"
+            self._write(what, f"{format_seconds(rec['median_s'])} {rec['status']}")
 
     def __call__(self, rec: dict[str, Any]) -> None:
         self.done += 1
         what = f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']}"
         if rec["status"] in ("ok", "wrong"):
-            result = f"{format_seconds(rec['median_s'])} {rec['status']}"
+            spread = f", processes ±{50 * rec['process_spread']:.0f}%" if rec.get("n_processes", 1) > 1 else ""
+            result = f"{format_seconds(rec['median_s'])} {rec['status']}{spread}"
         else:
             result = rec["status"]
+        self._write(what, result)
+
+    def _write(self, what: str, result: str) -> None:
         elapsed = time.monotonic() - self.started
         if self.tty:
             width = 24
-            filled = int(width * self.done / self.total)
+            # A case that fails is not measured again, so this may jump ahead at the end.
+            share = min(1.0, self.processes_done / (self.total * self.processes)) if self.total else 1.0
+            filled = int(width * (1.0 if self.done == self.total else share))
             bar = "#" * filled + "-" * (width - filled)
             self.stream.write(f"\r[{bar}] {self.done}/{self.total} {elapsed:5.0f}s  {what}: {result}\033[K")
             if self.done == self.total:

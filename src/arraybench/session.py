@@ -12,7 +12,7 @@ from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.run_ids import new_run_id
-from arraybench.runner import CaseRunner, Runner
+from arraybench.runner import CaseRunner, Progress, Runner
 from arraybench.store import Store, recording
 
 
@@ -29,8 +29,9 @@ def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None)
     }
 
 
-def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str]]:
-    """The settings of the interrupted run in `out_dir` and the ids it already finished."""
+def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, list[dict[str, Any]]]]:
+    """The settings of the interrupted run in `out_dir`, the ids it already finished, and the
+    processes already measured of the cases it had not finished."""
     previous = load_results(out_dir)
     try:
         settings = RunSettings.from_dict(previous.settings) if previous.settings else None
@@ -38,7 +39,12 @@ def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str]]:
         settings = None
     if settings is None:
         raise UsageError(f"results file {str(previous.path)!r} holds no run settings to resume with")
-    return settings, {r["id"] for r in previous.records}
+    done = {r["id"] for r in previous.records}
+    partial: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(previous.replicate_lines, key=lambda r: r.get("replicate", 0)):
+        if r["id"] not in done:
+            partial.setdefault(r["id"], []).append(r)
+    return settings, done, partial
 
 
 def execute(
@@ -60,8 +66,9 @@ def execute(
     `run_id` names a new run (the CLI names its output directory after it).
     """
     done: set[str] = set()
+    partial: dict[str, list[dict[str, Any]]] = {}
     if resume:
-        settings, done = resume_settings(out_dir)
+        settings, done, partial = resume_settings(out_dir)
     if settings is None:
         raise ValueError("execute() needs settings unless it resumes")
     plan = build_plan(settings)
@@ -70,11 +77,16 @@ def execute(
     if store is not None:
         Store(store).close()  # an unusable --store fails here, before the results file exists
     writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)
-    on_record = on_start(len(todo))
-    if store is not None:
-        on_record = recording(store, writer.path, on_record)
+    progress = on_start(len(todo))
+    on_record = progress if store is None else recording(store, writer.path, progress)
+    extra: dict[str, Any] = {}
+    if make_runner is Runner:  # the local runner measures each case in several processes
+        extra["partial"] = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
+        if isinstance(progress, Progress):
+            progress.processes = settings.timer.processes
+            extra["on_replicate"] = progress.replicate
     runner = make_runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                         on_record=on_record, memory_limit=settings.memory_limit)
+                         on_record=on_record, memory_limit=settings.memory_limit, **extra)
     try:
         runner.run(todo)
     finally:

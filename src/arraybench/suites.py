@@ -29,11 +29,11 @@ class Part:
 
 # Short sampling: a few samples of ≥ 2 ms each; the first call (compile) is still timed alone.
 QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3)
-# The default and seeds suites hold ~250-300 cases, some of a second per call (poly at 10000²,
-# matmul at 3000², linreg at d=100): half a second of sampling per case, and a cap of five
-# seconds that leaves the big cases five or more one-call samples, keep `make bench` near
-# 10 minutes on two cores.
-SUITE_TIMER = TimerConfig(min_time=0.5, max_time=5.0)
+# The default and seeds suites hold ~250-300 cases, each measured in 3 processes, some of a
+# second per call (poly at 10000², matmul at 3000², linreg at d=100). Sampling stops at ±2 %
+# (TimerConfig.target_half_width) after 0.1 s, or at 0.3 s a process (one sample a process for
+# calls longer than that), to keep `make bench` near 10 minutes on two cores.
+SUITE_TIMER = TimerConfig(min_time=0.1, max_time=0.3)
 
 # The configurations of the four source documents. Their iteration counts are kept where they
 # are part of the computation (document 001's gradient-descent steps, linreg's `iters`); the

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,20 +13,44 @@ from typing import Any
 from arraybench.measurement import Measurement
 
 Clock = Callable[[], float]
+FaultCounter = Callable[[], int]
+
+
+def minor_faults() -> int:
+    """Minor page faults of this process so far (all its threads: a framework's pool included)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 @dataclass(frozen=True)
 class TimerConfig:
-    """How long and how often to sample. Defaults suit a desktop; tests shrink them."""
+    """How long and how often to sample. Defaults suit a desktop; tests shrink them.
+
+    Sampling stops as soon as the median's 95 % interval is within ±target_half_width (after
+    min_samples and min_time), or at max_samples, or at max_time: a 1 µs add reaches ±2 % in a
+    fraction of a second, a noisy case gets up to max_time and says the width it reached.
+    """
 
     warmup_time: float = 0.1  # seconds of untimed calls after the first call
     min_warmup_calls: int = 1
     min_sample_time: float = 2e-3  # one sample lasts at least this long...
     overhead_factor: float = 1000.0  # ...and at least this many times the clock+sync cost
-    min_time: float = 1.0  # keep sampling until this much time is spent...
-    min_samples: int = 10  # ...and this many samples are taken
-    max_samples: int = 200
-    max_time: float = 20.0  # stop here (with at least 3 samples) even if the above are not met
+    min_time: float = 0.2  # sample at least this long...
+    min_samples: int = 10  # ...and this many samples (with fewer, the median's interval is the whole range)
+    target_half_width: float = 0.02  # ...then stop once the median's 95 % interval is this narrow
+    max_samples: int = 1000
+    max_time: float = 1.0  # stop here (with samples_at_cap samples) even if the target is not met
+    # Worker processes each case is measured in, one after another (the Runner's business, kept
+    # here so that it is stored, resumed and compared with the rest of how a case is sampled).
+    processes: int = 3
+
+    @property
+    def samples_at_cap(self) -> int:
+        """Samples a process takes at least, even past max_time: 3 over the case's processes.
+
+        A 4 s call then costs one sample in each of 3 processes, not three in each; the spread
+        between processes, which the interval needs, is what the third process brings.
+        """
+        return max(1, math.ceil(3 / max(1, self.processes)))
 
 
 @dataclass(frozen=True)
@@ -37,6 +63,8 @@ class Timing:
     overhead_s: float
     last_output: Any
     latency_s: float | None = None  # one call + sync alone, median of a few (pipelined timers only)
+    stop: str = "target"  # why sampling stopped: target, max_samples or max_time
+    minor_faults_per_call: float | None = None  # during the timed samples
 
 
 class Timer:
@@ -62,10 +90,12 @@ class Timer:
         config: TimerConfig | None = None,
         clock: Clock = time.perf_counter,
         pipelined: bool = False,
+        faults: FaultCounter = minor_faults,
     ) -> None:
         self.fn, self.args, self.sync = fn, args, sync
         self.config = config or TimerConfig()
         self.clock = clock
+        self.faults = faults
         self.pipelined = pipelined and sync is not None
 
     def _block(self, loops: int) -> tuple[float, Any]:
@@ -117,10 +147,28 @@ class Timer:
         return sorted(times)[len(times) // 2]
 
     def run(self) -> Timing:
-        cfg, clock = self.config, self.clock
-        first, out = self._block(1)
+        """First call, warm-up, samples; the garbage collector is off from warm-up to the last sample.
 
-        # Warm-up doubles as calibration: estimate the steady per-call cost.
+        As in timeit: a collection triggered by garbage of an earlier case (or of the harness)
+        would land in one arbitrary sample. One collection runs before warm-up instead.
+        """
+        first, out = self._block(1)
+        gc.collect()
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            loops, overhead, warm_calls, out = self._calibrate(out)
+            samples, stop, faults_per_call, out = self._sample(loops)
+        finally:
+            if was_enabled:
+                gc.enable()
+        latency = self.latency() if self.pipelined else None
+        return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency,
+                      stop, faults_per_call)
+
+    def _calibrate(self, out: Any) -> tuple[int, float, int, Any]:
+        """Warm-up doubles as calibration: the loop count that makes a sample dwarf the overhead."""
+        cfg = self.config
         warm_calls, warm_time, loops = 0, 0.0, 1
         while warm_calls < cfg.min_warmup_calls or warm_time < cfg.warmup_time:
             dt, out = self._block(loops)
@@ -132,15 +180,27 @@ class Timer:
         overhead = self.overhead(out)
         target = max(cfg.min_sample_time, cfg.overhead_factor * overhead)
         loops = max(1, math.ceil(target / per_call)) if per_call > 0 else 1
+        return loops, overhead, warm_calls, out
 
+    def _sample(self, loops: int) -> tuple[list[float], str, float, Any]:
+        """Samples until the median's interval reaches the target width, or a cap; and page faults per call."""
+        cfg, clock = self.config, self.clock
         samples: list[float] = []
+        faults0 = self.faults()
         started = clock()
         while True:
             dt, out = self._block(loops)
             samples.append(dt / loops)
             spent = clock() - started
-            enough = len(samples) >= cfg.min_samples and spent >= cfg.min_time
-            if enough or len(samples) >= cfg.max_samples or (spent >= cfg.max_time and len(samples) >= 3):
+            if (len(samples) >= cfg.min_samples and spent >= cfg.min_time
+                    and Measurement(tuple(samples), loops).half_width <= cfg.target_half_width):
+                stop = "target"
                 break
-        latency = self.latency() if self.pipelined else None
-        return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency)
+            if len(samples) >= cfg.max_samples:
+                stop = "max_samples"
+                break
+            if spent >= cfg.max_time and len(samples) >= cfg.samples_at_cap:
+                stop = "max_time"
+                break
+        faults_per_call = (self.faults() - faults0) / (len(samples) * loops)
+        return samples, stop, faults_per_call, out

@@ -122,6 +122,13 @@ class Backend:
         return ["cpu"]
 
     def to_device(self, a: np.ndarray) -> Any:
+        """`a` on this backend's device, checked: the inputs of a case, copied before timing."""
+        x = self.upload(np.ascontiguousarray(a))
+        self.check_dtype(x)
+        return x
+
+    def upload(self, a: np.ndarray) -> Any:
+        """The copy alone, with no checks: what a transfer workload times (contiguous input)."""
         return a
 
     def to_host(self, out: Any) -> Any:
@@ -194,8 +201,12 @@ class Backend:
         raise NotImplementedError
 
     def peak_memory(self) -> int | None:
-        """Peak device memory in bytes since load, where the framework can tell."""
+        """Peak device memory in bytes since the case started (start_case), where the framework can tell."""
         return None
+
+    def start_case(self) -> None:
+        """Called before each case: forget what an earlier case in this worker left behind that
+        would change this one's numbers (its peak memory, a compiler's per-function state)."""
 
     def check_dtype(self, x: Any) -> None:
         """Refuse silent down-casts (JAX without x64 turns float64 into float32)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from arraybench.measurement import fault_dominated
+
 DISPATCH, MEMORY, COMPUTE, PAGE_FAULTS, TRANSFER = "dispatch", "memory", "compute", "page-faults", "transfer"
 
 # Within this factor of the backend·mode's cheapest call in the run, the call costs more than the work.
@@ -15,11 +17,6 @@ DISPATCH_FACTOR = 2.0
 MORE_WORK, AT_MOST_SLOWER = 4.0, 2.5
 # A cheapest call slower than this was not a near-empty call: that backend·mode gets no dispatch floor.
 DISPATCH_FLOOR_MAX_S = 1e-4
-# What one minor page fault costs a kernel that takes it: measured on the 2-core VM of issue 11,
-# (41.8 − 11.2) ms per call over 15 583 extra faults per call, about 2 µs each (zeroing a page included).
-FAULT_COST_S = 2e-6
-# Page faults explain the time when their estimated cost is at least this share of it.
-PAGE_FAULT_SHARE = 0.5
 # A case with no FLOP count that streams at least this share of the memory roof is memory-bound.
 STREAMING_SHARE = 0.5
 # On a CPU a framework's "device" is host memory: it may copy or hand back a view.
@@ -32,7 +29,7 @@ MEANING = {
     MEMORY: "moving bytes limits it: its arithmetic intensity (FLOPs per byte) is left of the roofline's ridge",
     COMPUTE: "arithmetic limits it: right of the ridge, under the compute roof (or, without FLOPs, it streams "
              "under half the memory roof)",
-    PAGE_FAULTS: "the kernel mapping fresh pages takes most of the time (minor page faults per call × ~2 µs)",
+    PAGE_FAULTS: "the kernel mapping fresh pages takes most of the time (minor page faults per call, at measurement.FAULT_COST_S each)",
     TRANSFER: "the copy between host and device is the time",
 }
 
@@ -102,8 +99,7 @@ def classify(r: dict[str, Any], floor_s: float | None, peaks: dict[str, Any], fl
     if r["status"] != "ok" or not r.get("median_s"):
         return None
     median, device = r["median_s"], r.get("device", "cpu")
-    faults = r.get("minflt_per_call")
-    if faults and faults * FAULT_COST_S >= PAGE_FAULT_SHARE * median:
+    if fault_dominated(r.get("minor_faults_per_call"), median):
         return PAGE_FAULTS
     if r["workload"] in TRANSFER_WORKLOADS and device != "cpu":
         return TRANSFER if moved_bytes(r, peaks) else DISPATCH  # a call that moved nothing

@@ -131,6 +131,9 @@ def results_table(data: ReportData) -> str:
         notes = []
         if r.get("noisy"):
             notes.append('<span class="status noisy">noisy</span>')
+        if r.get("bound") == bound.PAGE_FAULTS:
+            notes.append(f'<span class="status noisy" title="page faults take 30 % or more of the time">'
+                         f'page faults: {r["minor_faults_per_call"]:.0f}/call</span>')
         if r.get("error"):
             notes.append(e(r["error"]))
         cells = ([f"<td>{e(r['machine'])}</td>"] if many else []) + [

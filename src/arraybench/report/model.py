@@ -101,7 +101,9 @@ def _derive(data: ReportData) -> None:
         samples = r.get("samples_s") or []
         if ok and samples:
             m = Measurement(tuple(samples))
-            r["q25_s"], r["q75_s"] = m.quantile(0.25), m.quantile(0.75)
+            # median_s weighs each process alike (measurement.Replicated); pooled quartiles of
+            # processes with unequal sample counts need not bracket it.
+            r["q25_s"], r["q75_s"] = min(m.quantile(0.25), r["median_s"]), max(m.quantile(0.75), r["median_s"])
             r["ci_low_s"], r["ci_high_s"] = r.get("ci95_s") or m.ci95
         elif ok:
             half = (r.get("iqr_s") or 0.0) / 2

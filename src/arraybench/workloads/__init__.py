@@ -14,11 +14,9 @@ from arraybench.workloads import (
     transfer,
 )
 from arraybench.workloads.base import Check, Workload
-from arraybench.workloads.common import strict_dtype
 from arraybench.workloads.linreg import linreg, linreg_autodiff
 
-# The source documents' operations; their checks also demand the case's dtype (linreg's two
-# workloads keep their own checks).
+# The source documents' operations. (Every workload's check demands the case's dtype.)
 OPERATIONS = (
     elementwise.add, elementwise.mul, elementwise.sin,
     *matmul.ALL,
@@ -27,8 +25,6 @@ OPERATIONS = (
     rng.rng,
     retrace.cached, retrace.new_shape,
 )
-for _wl in OPERATIONS:
-    strict_dtype(_wl)
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (linreg, linreg_autodiff, *OPERATIONS)}
 

@@ -15,6 +15,15 @@ from arraybench.errors import UsageError, did_you_mean
 Builder = Callable[..., Callable[..., Any]]
 
 DEFAULT_RTOL = {"float32": 1e-4, "float64": 1e-10}
+# Calibration (Workload.calibrate): NumPy evaluates the reference again in float32; its error
+# against the float64 reference, scaled to the case's dtype by the ratio of unit roundoffs (rounding
+# errors are first order in it), is how far correct code evaluated in another order or by other
+# kernels may land. The tolerance is SAFETY times that, never below the workload's rtol.
+SAFETY = 100.0  # the float32 probe is one evaluation order; other orders landed up to 11x further (tests)
+# An error this large: the case's dtype cannot carry this computation's answer.
+ILL_CONDITIONED = 1e-2
+# Calibrating costs one more reference evaluation; above this, the rtol is used as is.
+CALIBRATE_MAX_S = 0.25
 
 
 @dataclass
@@ -35,6 +44,38 @@ def leaves(out: Any) -> list[np.ndarray]:
     if isinstance(out, dict):
         return [a for k in sorted(out) for a in leaves(out[k])]
     return [np.asarray(out)]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """The relative tolerance of one case's check, and how it was derived (kept in the record)."""
+
+    value: float
+    source: str
+    ill_conditioned: bool = False
+
+
+def wrong_dtype(out: Any, dtype: str) -> Check | None:
+    """A failed Check if a float output is not in the case's dtype, else None.
+
+    A silent promotion (Numba multiplies float32 arrays by Python floats in float64) makes a
+    float32 case slower and more accurate than float32 is, and passes any tolerance.
+    """
+    for leaf in leaves(out):
+        want = {"f": np.dtype(dtype), "c": np.result_type(dtype, np.complex64)}.get(leaf.dtype.kind)
+        if want is not None and leaf.dtype != want:
+            return Check(False, float("inf"), float("inf"), 0.0, f"output is {leaf.dtype}, the case is {dtype}")
+    return None
+
+
+def relative_error(out: Any, ref: Any) -> float:
+    """max |out − ref| / max |ref| over each output, worst one wins (for calibration)."""
+    worst = 0.0
+    for g, w in zip(leaves(out), leaves(ref), strict=True):
+        scale = float(np.max(np.abs(w))) if w.size else 0.0
+        err = float(np.max(np.abs(np.asarray(g, dtype=w.dtype) - w))) if w.size else 0.0
+        worst = max(worst, err / scale if scale > 0 else err)
+    return worst
 
 
 def relative_check(out: Any, ref: Any, tol: float) -> Check:
@@ -183,6 +224,42 @@ class Workload:
     def tolerance(self, dtype: str) -> float:
         return self.rtol[dtype]
 
+    @property
+    def rtol_is_explicit(self) -> bool:
+        """A user's workload that set its own rtol: that wins over calibration. (A built-in's rtol
+        is a floor that calibration may only loosen.)"""
+        return self.source is not None and self.rtol != DEFAULT_RTOL
+
+    def calibrate(self, inputs: tuple[np.ndarray, ...], ref: Any, dtype: str, params: dict[str, Any],
+                  reference_s: float) -> Tolerance:
+        """The tolerance for this case, from how far the reference itself moves in lower precision.
+
+        Only the default relative check is calibrated: custom checks (norms with their own error
+        bounds, exact comparisons) already say what they accept.
+        """
+        floor = self.tolerance(dtype)
+        if self.checker is not None:
+            return Tolerance(floor, "the workload's own check")
+        if self.rtol_is_explicit:
+            return Tolerance(floor, f"rtol {floor:g} given by the workload")
+        if reference_s > CALIBRATE_MAX_S:
+            return Tolerance(floor, f"rtol {floor:g} (reference too slow to calibrate: {reference_s:.2g} s)")
+        narrow = tuple(a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                       for a in inputs)
+        try:
+            assert self.make_reference is not None
+            error32 = relative_error(self.make_reference(*narrow, **params), ref)
+        except Exception as e:  # a reference that cannot run in float32 keeps its rtol
+            return Tolerance(floor, f"rtol {floor:g} (the reference fails in float32: {type(e).__name__})")
+        spread = error32 * float(np.finfo(dtype).eps) / float(np.finfo(np.float32).eps)
+        how = (f"{SAFETY:g} × {spread:.2g}, the float32 reference's error"
+               + (" scaled to float64's roundoff" if dtype != "float32" else ""))
+        if spread >= ILL_CONDITIONED:
+            return Tolerance(SAFETY * spread, f"ill-conditioned in {dtype}: {how}", ill_conditioned=True)
+        if SAFETY * spread > floor:
+            return Tolerance(SAFETY * spread, f"calibrated: {how}")
+        return Tolerance(floor, f"rtol {floor:g} (calibration: {how}, below it)")
+
     def unsupported_because(self, error: Exception, backend: str) -> str | None:
         """Why `backend` cannot run this workload, when `error` is a known limit of the framework.
 
@@ -190,10 +267,16 @@ class Workload:
         """
         return None
 
-    def check(self, out: Any, ref: Any, dtype: str, params: dict[str, Any]) -> Check:
+    def check(self, out: Any, ref: Any, dtype: str, params: dict[str, Any],
+              tolerance: float | None = None) -> Check:
+        """Right dtype first (every workload), then the workload's own check or the relative one
+        at `tolerance` (calibrated; default the workload's rtol)."""
+        bad = wrong_dtype(out, dtype)
+        if bad is not None:
+            return bad
         if self.checker is not None:
             return self.checker(out, ref, dtype, params)
-        return relative_check(out, ref, self.tolerance(dtype))
+        return relative_check(out, ref, self.tolerance(dtype) if tolerance is None else tolerance)
 
     def work(self, params: dict[str, Any], dtype: str) -> tuple[float | None, float | None]:
         """(FLOPs, bytes moved) of one call, for GFLOP/s and GB/s."""

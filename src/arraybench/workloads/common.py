@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
-from arraybench.workloads.base import Check, Workload, leaves, relative_check
+from arraybench.workloads.base import Check, Workload, leaves
 
 NO_FUSE = "cupy.fuse fuses element-wise kernels only; this op is already one library call"
 
@@ -15,7 +15,7 @@ def register_everywhere(
     wl: Workload,
     fn_for: Callable[[Backend], Callable[..., Any]],
     *,
-    numba_parallel: bool = False,
+    numba_elements: Callable[[dict[str, Any]], int] | None = None,
     no_numba: str | None = None,
     cupy_jit: bool = True,
 ) -> None:
@@ -23,7 +23,8 @@ def register_everywhere(
 
     For computations whose code reads the same everywhere (operators, or the framework's own
     namespace picked inside `fn_for`): NumPy runs it eagerly; Numba under `@njit`
-    (`parallel=True` where it has array expressions to split over NUMBA_NUM_THREADS); JAX,
+    (`parallel=True` where `numba_elements(params)`, the elements of its input, make splitting
+    over NUMBA_NUM_THREADS pay); JAX,
     TensorFlow, PyTorch and CuPy eagerly and through `Backend.jit`, built once per case.
     A Python function rather than a bare ufunc, because torch.compile and cupy.fuse trace code.
     `no_numba` is the reason Numba cannot compile it, where it cannot.
@@ -31,7 +32,7 @@ def register_everywhere(
     wl.impl("numpy")(lambda be, **params: fn_for(be))
 
     def numba_jit(be: Backend, **params: Any) -> Any:
-        return numba_compiled(fn_for(be), parallel=numba_parallel)
+        return numba_compiled(fn_for(be), numba_elements(params) if numba_elements else 0)
 
     if no_numba:
         wl.cannot("numba", "jit", no_numba)
@@ -52,17 +53,13 @@ def register_everywhere(
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
 
-def numba_compiled(fn: Callable[..., Any], parallel: bool) -> Callable[..., Any]:
-    """`fn` under @njit; with `parallel`, the `parallel=True` build for big first arguments and
-    the serial build for small ones. Numba compiles each on its first call, so a case compiles
-    only the build it uses."""
+def numba_compiled(fn: Callable[..., Any], elements: int) -> Callable[..., Any]:
+    """`fn` under @njit: the `parallel=True` build for inputs of PARALLEL_MIN_ELEMENTS or more,
+    the serial one below. Chosen here, when the case is built, so no Python code picks a build
+    inside the timed calls (the other frameworks' calls pay no such dispatch)."""
     import numba
 
-    serial = numba.njit(fn)
-    if not parallel:
-        return serial
-    threaded = numba.njit(parallel=True)(fn)
-    return lambda x, *rest: (threaded if x.size >= PARALLEL_MIN_ELEMENTS else serial)(x, *rest)
+    return numba.njit(parallel=elements >= PARALLEL_MIN_ELEMENTS)(fn)
 
 
 def eps(dtype: str) -> float:
@@ -97,22 +94,3 @@ def exact_check(out: Any, ref: Any, dtype: str, params: dict[str, Any]) -> Check
     err = float(np.max(np.abs(got.astype(want.dtype) - want))) if wrong else 0.0
     scale = float(np.max(np.abs(want))) or 1.0
     return Check(wrong == 0, err, err / scale, 0.0, f"{wrong} of {want.size} elements differ" if wrong else "")
-
-
-def wrong_dtype(out: Any, dtype: str) -> Check | None:
-    """A failed Check if a float output is not in the case's dtype, else None.
-
-    A silent promotion (Numba multiplies float32 arrays by Python floats in float64) makes a
-    float32 case slower and more accurate than float32 is, and passes any tolerance.
-    """
-    for leaf in leaves(out):
-        want = {"f": np.dtype(dtype), "c": np.result_type(dtype, np.complex64)}.get(leaf.dtype.kind)
-        if want is not None and leaf.dtype != want:
-            return Check(False, float("inf"), float("inf"), 0.0, f"output is {leaf.dtype}, the case is {dtype}")
-    return None
-
-
-def strict_dtype(wl: Workload) -> None:
-    """Make `wl`'s check also fail outputs that are not in the case's dtype."""
-    inner = wl.checker or (lambda out, ref, dtype, params: relative_check(out, ref, wl.tolerance(dtype)))
-    wl.check_with(lambda out, ref, dtype, params: wrong_dtype(out, dtype) or inner(out, ref, dtype, params))

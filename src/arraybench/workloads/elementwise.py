@@ -58,4 +58,4 @@ def _sin(be: Backend) -> Any:
 
 
 for wl, fn_for in ((add, lambda be: lambda a, b: a + b), (mul, lambda be: lambda a, b: a * b), (sin, _sin)):
-    register_everywhere(wl, fn_for, numba_parallel=True)
+    register_everywhere(wl, fn_for, numba_elements=lambda params: params["n"])

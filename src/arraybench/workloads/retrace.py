@@ -84,7 +84,7 @@ def _compiled(be: Backend) -> Any:
 
 def _convert(be: Backend) -> Any:
     """Host slice to what the function takes: JAX, TF and NumPy take NumPy arrays and move them."""
-    return (lambda x: x) if be.takes_host_arrays else be.to_device
+    return (lambda x: x) if be.takes_host_arrays else be.upload
 
 
 def _builders(same_shape: bool) -> tuple[Any, Any]:

@@ -56,7 +56,7 @@ def _numba(be: Backend, n: int) -> Any:
             res[i] = lam * v if v > 0 else lam * (alpha * np.exp(v) - alpha)
         return out
 
-    return numba_compiled(f, parallel=True)
+    return numba_compiled(f, n * n)
 
 
 @selu.impl_eager_and_jit("jax")

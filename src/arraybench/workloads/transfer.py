@@ -52,7 +52,7 @@ for wl in ALL:
 
 
 def _upload(be: Backend, n: int) -> Any:
-    return be.to_device
+    return be.upload
 
 
 def _download(be: Backend, n: int) -> Any:

@@ -1,0 +1,138 @@
+"""Does a number reproduce? An A/A run (the same plan twice) and a case-order check.
+
+    python benchmarks/reproducibility.py aa [--out DIR] [-- extra `arraybench run` options]
+    python benchmarks/reproducibility.py order [--out DIR]
+
+`aa` runs one plan twice with `arraybench run` (fresh workers, order seeds 1 and 2) and
+reports, per backend and overall: the share of cases whose second median falls inside the
+first run's 95 % interval (target ≥ 90 %), the median and worst relative difference of the
+medians, and what `arraybench compare --fail-on-slowdown 10%` says (target: exit 0, no case
+called slower or faster). The default plan is a subset of the default suite with every CPU
+backend at a small and a large size.
+
+`order` measures the long element-wise kernel of benchmarks/long_kernel.py (NumPy, float64,
+65 536 elements) as the first case of a fresh worker and right after the same kernel at
+1 048 576 elements (8 MiB temporaries), alternating, and
+reports the ratio of the two medians (target: within 5 %).
+
+Both drive arraybench only through its command line and worker pool, and read only fields
+that every results schema has, so running them with PYTHONPATH pointing at an older checkout
+measures that version the same way ("before" and "after").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+AA_PLAN = ["--workloads", "elementwise_add,matmul,selu,sort", "--backends", "numpy,numba,jax,tensorflow,torch",
+           "--sizes", "small,large", "--no-store"]
+
+
+def arraybench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arraybench", *args], capture_output=True, text=True)
+
+
+def cases(path: Path) -> dict[str, dict]:
+    out = {}
+    for line in (path / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "case":
+            out[rec["id"]] = rec
+    return out
+
+
+def aa(out: Path, extra: list[str]) -> None:
+    runs = []
+    for seed in (1, 2):
+        d = out / f"run{seed}"
+        t0 = time.monotonic()
+        done = arraybench("run", *AA_PLAN, *extra, "--seed", str(seed), "--output-dir", str(d))
+        print(f"run {seed}: exit {done.returncode} in {time.monotonic() - t0:.0f} s -> {d}")
+        if done.returncode not in (0, 1):
+            sys.exit(done.stderr)
+        runs.append(d)
+    a, b = cases(runs[0]), cases(runs[1])
+    by_backend: dict[str, list[tuple[bool, float]]] = defaultdict(list)
+    for cid, ra in a.items():
+        rb = b.get(cid)
+        if rb is None or ra["status"] != "ok" or rb["status"] != "ok":
+            continue
+        lo, hi = ra["ci95_s"]
+        by_backend[ra["backend"]].append((lo <= rb["median_s"] <= hi, rb["median_s"] / ra["median_s"] - 1))
+    print(f"\n{'backend':<12} {'cases':>5} {'inside 95%':>10} {'median |diff|':>14} {'worst |diff|':>13}")
+    every = []
+    for backend, rows in sorted(by_backend.items()) + [("all", None)]:  # type: ignore[operator]
+        rows = rows if rows is not None else every
+        if backend != "all":
+            every.extend(rows)
+        diffs = [abs(d) for _, d in rows]
+        print(f"{backend:<12} {len(rows):>5} {100 * sum(i for i, _ in rows) / len(rows):>9.0f}% "
+              f"{100 * statistics.median(diffs):>13.1f}% {100 * max(diffs):>12.1f}%")
+    cmp = arraybench("compare", str(runs[0]), str(runs[1]), "--fail-on-slowdown", "10%")
+    summary = next((ln for ln in cmp.stdout.splitlines() if "cases on both sides" in ln), cmp.stdout[:300])
+    print(f"\ncompare --fail-on-slowdown 10%: exit {cmp.returncode}\n{summary}")
+    for line in cmp.stdout.splitlines():
+        if line.rstrip().endswith(("slower", "faster")) and "·" in line:
+            print("  " + line.strip())
+
+
+def order(out: Path, rounds: int) -> None:
+    from arraybench.case import Case
+    from arraybench.runner import WorkerPool
+    from arraybench.timing import TimerConfig
+
+    source = str(HERE / "long_kernel.py")
+    kernel = Case("long_kernel", (("n", 65_536),), "numpy", "eager", "float64", 1, source=source)
+    # 8 MiB temporaries: a free that glibc's dynamic threshold follows (it ignores blocks over 32 MiB).
+    large = Case("long_kernel", (("n", 1_048_576),), "numpy", "eager", "float64", 1, source=source)
+    timer = TimerConfig(min_time=0.5, max_time=2.0)
+    fresh, after = [], []
+    for i in range(rounds):
+        for first in (True, False):
+            pool = WorkerPool(timer, i, 600.0, out / "logs")
+            try:
+                if not first:
+                    pool.run_one(large)
+                rec = pool.run_one(kernel)
+            finally:
+                pool.close()
+            if rec["status"] != "ok":
+                sys.exit(f"{rec['status']}: {rec['error']}")
+            (fresh if first else after).append(rec)
+    for name, recs in (("first in a fresh worker", fresh), ("after a 1M-element case", after)):
+        med = statistics.median(r["median_s"] for r in recs)
+        faults = [r.get("minor_faults_per_call") for r in recs]
+        f = f"{statistics.median(faults):.0f}" if None not in faults else "not recorded"
+        each = ", ".join(f"{1e3 * r['median_s']:.2f}" for r in recs)
+        print(f"{name:<26} median {1e3 * med:7.2f} ms/call over {len(recs)} workers; "
+              f"per worker {each}; page faults/call {f}")
+    ratio = statistics.median(r["median_s"] for r in fresh) / statistics.median(r["median_s"] for r in after)
+    print(f"fresh / after: {ratio:.3f} (target within 5 %)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("check", choices=("aa", "order"))
+    p.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
+    p.add_argument("--rounds", type=int, default=5, help="order: workers per condition")
+    p.add_argument("extra", nargs="*", help="aa: more `arraybench run` options, after --")
+    args = p.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="arraybench-repro-"))
+    out.mkdir(parents=True, exist_ok=True)
+    if args.check == "aa":
+        aa(out, args.extra)
+    else:
+        order(out, args.rounds)
+
+
+if __name__ == "__main__":
+    main()

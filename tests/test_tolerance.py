@@ -1,0 +1,83 @@
+"""Calibrated tolerances: correct code evaluated in another order passes; wrong precision fails."""
+
+import numpy as np
+import pytest
+
+from arraybench.workloads.base import DEFAULT_RTOL, Workload
+
+
+def logistic(y, steps):
+    for _ in range(steps):
+        y = 4 * y * (1 - y)
+    return y
+
+
+def logistic_other_order(y, steps):
+    """The same map, rounded differently: what another framework's fused kernel may compute."""
+    for _ in range(steps):
+        y = 4 * y - 4 * y * y
+    return y
+
+
+def workload(steps: int = 14, **kw) -> Workload:
+    """14 steps of the chaotic logistic map: float32 lands ~30 % off float64, float64 ~1e-8 off
+    itself when evaluated in another order (the long kernel of issue 11 in small)."""
+    wl = Workload(name="logistic", description="", defaults={"n": 4096, "steps": steps}, size_param="n",
+                  presets={"small": {"n": 4096}}, **kw)
+    wl.inputs(lambda rng, dtype, n, steps: (rng.uniform(0.1, 0.9, n).astype(dtype),))
+    wl.reference(lambda x, n, steps: logistic(x, steps))
+    return wl
+
+
+def calibrated(wl: Workload, dtype: str):
+    params = dict(wl.defaults)
+    host = wl.host_inputs(0, dtype, params)
+    ref = wl.expected(host, params)
+    return host, ref, params, wl.calibrate(host, ref, dtype, params, reference_s=0.0)
+
+
+def test_float64_evaluated_in_another_order_passes_off_by_a_millionth_or_in_float32_fails():
+    wl = workload()
+    host, ref, params, tol = calibrated(wl, "float64")
+    assert tol.value > DEFAULT_RTOL["float64"] and "calibrated" in tol.source and not tol.ill_conditioned
+    other = logistic_other_order(host[0], params["steps"])
+    assert wl.check(ref, ref, "float64", params).rel_err == 0
+    assert not wl.check(other, ref, "float64", params).correct  # today's fixed 1e-10 calls it WRONG
+    assert wl.check(other, ref, "float64", params, tol.value).correct
+    assert not wl.check(ref * (1 + 1e-6), ref, "float64", params, tol.value).correct
+    in_float32 = logistic(host[0].astype(np.float32), params["steps"]).astype(np.float64)
+    assert not wl.check(in_float32, ref, "float64", params, tol.value).correct
+
+
+def test_a_computation_float32_cannot_carry_is_called_ill_conditioned():
+    wl = workload()
+    host, ref, params, tol = calibrated(wl, "float32")
+    assert tol.ill_conditioned and "ill-conditioned in float32" in tol.source
+    assert wl.check(logistic(host[0], params["steps"]), ref, "float32", params, tol.value).correct
+
+
+def test_well_conditioned_work_keeps_the_rtol_and_says_why():
+    wl = workload(steps=1)
+    _, _, _, tol = calibrated(wl, "float64")
+    assert tol.value == DEFAULT_RTOL["float64"] and "below it" in tol.source
+
+
+def test_an_explicit_rtol_wins_and_a_slow_reference_is_not_calibrated():
+    given = workload(rtol={"float32": 1e-3, "float64": 1e-9}, source="mine.py")
+    assert calibrated(given, "float64")[3].value == 1e-9
+    wl = workload()
+    params = dict(wl.defaults)
+    host = wl.host_inputs(0, "float64", params)
+    slow = wl.calibrate(host, wl.expected(host, params), "float64", params, reference_s=10.0)
+    assert slow.value == DEFAULT_RTOL["float64"] and "too slow" in slow.source
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_workload_checks_the_output_dtype(dtype):
+    wl = workload(steps=1)
+    params = dict(wl.defaults)
+    host = wl.host_inputs(0, dtype, params)
+    ref = wl.expected(host, params)
+    other = "float64" if dtype == "float32" else "float32"
+    check = wl.check(ref.astype(other), ref, dtype, params)
+    assert not check.correct and f"output is {other}" in check.detail
