@@ -52,7 +52,7 @@ for _wl in (poly, poly_as_written):
     _wl.inputs(_inputs)
     _wl.reference(lambda x, n: as_written(x))
 
-register_everywhere(poly_as_written, lambda be: as_written, numba_parallel=True)
+register_everywhere(poly_as_written, lambda be: as_written, numba_elements=lambda params: params["n"] ** 2)
 
 
 def horner(x: Any) -> Any:
