@@ -66,3 +66,12 @@ def test_an_interrupted_run_leaves_no_bar_redrawing(no_tty_env):
         assert bar.bar.live.is_started
         raise KeyboardInterrupt
     assert not bar.bar.live.is_started
+
+
+def test_compare_tables_colour_slower_and_faster_on_a_terminal_only(no_tty_env):
+    rows = [["sort·n=1000 numpy·eager", "1.30", "slower"], ["fft·n=1000 jax·jit", "0.70", "faster"]]
+    header = ["case", "new/base", "verdict"]
+    assert terminal.table_renderer(io.StringIO())(header, rows) == text_table(header, rows)
+    no_tty_env.setenv("TTY_COMPATIBLE", "1")
+    text = terminal.table_renderer(io.StringIO())(header, rows)
+    assert "\x1b[31mslower" in text and "\x1b[32mfaster" in text

@@ -8,6 +8,7 @@ import json
 import math
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -329,9 +330,10 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows])
 
 
-def render(cmp: Comparison, note: str | None, markdown: bool = False) -> str:
-    """The comparison for a terminal, or as Markdown for a pull-request comment."""
-    table = _md_table if markdown else text_table
+def render(cmp: Comparison, note: str | None, markdown: bool = False,
+           table: Callable[[list[str], list[list[str]]], str] = text_table) -> str:
+    """The comparison for a terminal (`table` draws its tables), or as Markdown for a pull request."""
+    table = _md_table if markdown else table
     blocks = ["## arraybench compare", summary(cmp)] if markdown else [summary(cmp)]
     if note:
         diffs = [f"> - `{d}`" if markdown else f"  {d}" for d in cmp.differences]
@@ -386,7 +388,8 @@ def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
             for c in cmp.cases]
 
 
-def render_as(cmp: Comparison, note: str | None, fmt: str) -> str:
+def render_as(cmp: Comparison, note: str | None, fmt: str,
+              table: Callable[[list[str], list[list[str]]], str] = text_table) -> str:
     """The comparison in one of formats.FORMATS: text and Markdown for people, JSON and CSV for tools."""
     if fmt == "json":
         return formats.json_text({
@@ -397,7 +400,7 @@ def render_as(cmp: Comparison, note: str | None, fmt: str) -> str:
         })
     if fmt == "csv":
         return formats.render_rows(case_rows(cmp), "csv")
-    return render(cmp, note, markdown=fmt == "markdown")
+    return render(cmp, note, markdown=fmt == "markdown", table=table)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -408,7 +411,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = tuple(_name(ref, res) for ref, res in zip((args.base, args.new), sides, strict=True))
     cmp = compare(*sides, threshold=args.threshold, names=names)  # type: ignore[arg-type]
     note = headline(*sides)
-    print(render_as(cmp, note, args.format), end="")
+    from arraybench.terminal import table_renderer  # rich is imported only to print
+
+    print(render_as(cmp, note, args.format, table_renderer(sys.stdout)), end="")
     if args.output:
         try:
             Path(args.output).write_text(render(cmp, note, markdown=True))

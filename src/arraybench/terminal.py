@@ -101,6 +101,24 @@ def progress(total: int, stream: TextIO | None = None) -> ProgressBar | Progress
     return ProgressBar(total, console) if console is not None else Progress(total, stream)
 
 
+def table_renderer(stream: TextIO | None = None) -> Callable[[list[str], list[list[str]]], str]:
+    """A function (header, rows) -> text for `stream`: rich and coloured by what each cell says
+    (slower red, faster green, too noisy yellow) on a terminal; the padded text table elsewhere."""
+    console = rich_console(stream or sys.stdout)
+    if console is None:
+        return text_table
+
+    def render(header: list[str], rows: list[list[str]]) -> str:
+        table = Table(*header, header_style="bold")
+        for row in rows:
+            table.add_row(*(styled(c) for c in row))
+        with console.capture() as captured:
+            console.print(table)
+        return captured.get().rstrip("\n")
+
+    return render
+
+
 def print_table(header: list[str], rows: list[list[str]], title: str | None = None,
                 stream: TextIO | None = None) -> None:
     """A table: rich, coloured by what each cell says, on a terminal; padded text elsewhere."""
