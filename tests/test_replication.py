@@ -186,9 +186,13 @@ def test_schema_1_results_load_as_one_process_each():
 
 def test_page_fault_dominated_cases_are_marked():
     assert fault_dominated(15_671, 41.8e-3) and not fault_dominated(88, 11.2e-3)
+    from arraybench.report import bound
+
     rec = {**proc_record(41.8e-3), "minor_faults_per_call": 15_671.0, "iqr_s": 0.0}
-    assert "page faults" in cell(rec, None)
-    assert "page faults" not in cell({**rec, "minor_faults_per_call": 88.0}, None)
+    rec["bound"] = bound.classify(rec, None, {})
+    assert rec["bound"] == "page-faults" and "page-faults" in cell(rec, None)
+    calm = {**rec, "minor_faults_per_call": 88.0}
+    assert bound.classify(calm, None, {}) != "page-faults"
 
 
 FAULTS_PER_ROUND = """

@@ -297,12 +297,14 @@ def run(
     min_time: float | None = None,
     max_time: float | None = None,
     min_samples: int | None = None,
+    processes: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     store: str | os.PathLike[str] | None = DEFAULT_PATH,
 ) -> Results:
     """Measure workloads as `arraybench run` does and return the results (`.to_dataframe()`).
 
+    `processes`: fresh worker processes per case (default 3, as `--processes`).
     `workloads`: built-in names, a `.py` file (all its workloads) or workloads defined in
     one. The results file goes to `output_dir` (a new temporary directory by default, see
     `results.path`), where `arraybench report` and `compare` read it. The run is also added
@@ -315,7 +317,7 @@ def run(
 
     require_linux()
     names, source = _resolve(workloads)
-    timer = {"min_time": min_time, "max_time": max_time, "min_samples": min_samples}
+    timer = {"min_time": min_time, "max_time": max_time, "min_samples": min_samples, "processes": processes}
     settings = RunSettings(
         sizes=[str(s) for s in sizes] if sizes else None,
         dtype=dtype,
