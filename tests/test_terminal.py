@@ -75,3 +75,15 @@ def test_compare_tables_colour_slower_and_faster_on_a_terminal_only(no_tty_env):
     no_tty_env.setenv("TTY_COMPATIBLE", "1")
     text = terminal.table_renderer(io.StringIO())(header, rows)
     assert "\x1b[31mslower" in text and "\x1b[32mfaster" in text
+
+
+def test_the_tables_after_a_run_are_coloured_on_a_terminal(no_tty_env):
+    from test_report import record
+
+    from arraybench.report.table import render_text
+
+    recs = [record("sort", 8, "numpy", "eager", 1e-3), record("sort", 8, "jax", "jit", 2e-3, status="wrong")]
+    plain = render_text(recs, terminal.table_renderer(io.StringIO()))
+    assert plain == render_text(recs) and "\x1b[" not in plain
+    no_tty_env.setenv("TTY_COMPATIBLE", "1")
+    assert f"{RED}WRONG" in render_text(recs, terminal.table_renderer(io.StringIO()))

@@ -263,7 +263,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
         return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
     records = list(results.latest().values())
-    publish([results], out_dir)
+    publish([results], out_dir, terminal.table_renderer(sys.stdout))
     if store_path is not None:
         print(f"stored as run {run_id(results.header)} in {store_path}", file=sys.stderr)
     failed = [r for r in records if r["status"] in FAILED]
@@ -455,7 +455,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for res in loaded:
         for w in res.warnings:
             print(f"arraybench: warning: {w}", file=sys.stderr)
-    publish(loaded, report_dir(args.results, loaded, args.output_dir))
+    publish(loaded, report_dir(args.results, loaded, args.output_dir), terminal.table_renderer(sys.stdout))
     return EXIT_OK
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,14 +29,15 @@ class Report:
     plots: tuple[Path, ...]
 
 
-def summary_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer]) -> str:
-    """Tables per machine, the crossovers, then the answer: what the terminal shows after a run,
-    its last lines the ones a reader sees without scrolling."""
+def summary_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer],
+                 draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
+    """Tables per machine (drawn by `draw`), the crossovers, then the answer: what the terminal
+    shows after a run, its last lines the ones a reader sees without scrolling."""
     blocks = []
     for machine in data.machines:
         recs = [r for r in data.records if r["machine"] == machine]
         heading = f"machine {machine}\n\n" if len(data.machines) > 1 else ""
-        blocks.append(heading + table.render_text(recs))
+        blocks.append(heading + table.render_text(recs, draw))
     lines = [f"  {a.title}{_at(data, a)}: {a.text()}" for a in said]
     return "\n\n".join([*blocks, crossovers.render_text(data, found), "\n".join(["The answer:", *lines])])
 
@@ -79,7 +80,8 @@ def rate_notes(data: ReportData) -> list[str]:
     return [f"{wl} ({device}): no rate shown, {why}" for wl, device, why in sorted(notes)]
 
 
-def write_all(results: Sequence[Results], out_dir: Path) -> Report:
+def write_all(results: Sequence[Results], out_dir: Path,
+              draw: Callable[[list[str], list[list[str]]], str] | None = None) -> Report:
     """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results files."""
     from arraybench.report.html import render_html
     from arraybench.report.plots import write_plots
@@ -99,7 +101,7 @@ def write_all(results: Sequence[Results], out_dir: Path) -> Report:
             raise
         plots, warnings = [], ("no plots: matplotlib is not installed (pip install 'arraybench[report]')",)
     files = tuple(p for plot in plots for p in (plot.svg, plot.png))
-    report = Report(summary_text(data, found, said), warnings, out_dir / "report.md", out_dir / "results.csv",
+    report = Report(summary_text(data, found, said, draw), warnings, out_dir / "report.md", out_dir / "results.csv",
                     out_dir / "crossovers.csv", out_dir / "report.html", files)
     atomic_write_text(report.markdown, markdown_text(data, found, said, files))
     atomic_write_text(report.csv, csv_text(data))
@@ -108,9 +110,11 @@ def write_all(results: Sequence[Results], out_dir: Path) -> Report:
     return report
 
 
-def publish(results: Sequence[Results], out_dir: Path) -> Report:
-    """write_all, then print the summary on stdout and where the files are on stderr."""
-    report = write_all(results, out_dir)
+def publish(results: Sequence[Results], out_dir: Path,
+            draw: Callable[[list[str], list[list[str]]], str] | None = None) -> Report:
+    """write_all, then print the summary on stdout (its tables drawn by `draw`: coloured on a
+    terminal, see terminal.table_renderer) and where the files are on stderr."""
+    report = write_all(results, out_dir, draw)
     print(report.summary)
     for w in report.warnings:
         print(f"arraybench: warning: {w}", file=sys.stderr)

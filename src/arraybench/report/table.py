@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from arraybench.results import FAILED
@@ -142,10 +142,12 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
 
 
-def render_text(records: list[dict[str, Any]]) -> str:
+def render_text(records: list[dict[str, Any]], draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
+    """The tables for a terminal; `draw` renders each (default: the padded text table)."""
+    draw = draw or text_table
     blocks = [line] if (line := unavailable_line(records)) else []
     for title, header, rows, notes in tables(records):
-        blocks.append("\n".join([title, text_table(header, rows), *[f"  {n}" for n in notes]]))
+        blocks.append("\n".join([title, draw(header, rows), *[f"  {n}" for n in notes]]))
     return "\n\n".join(blocks)
 
 
