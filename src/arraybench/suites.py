@@ -28,7 +28,8 @@ class Part:
 
 
 # Short sampling: a few samples of ≥ 2 ms each; the first call (compile) is still timed alone.
-QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3)
+# One process a case: a smoke test of the machine, not numbers to compare between runs.
+QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3, processes=1)
 # The default and seeds suites hold ~250-300 cases, each measured in 3 processes, some of a
 # second per call (poly at 10000², matmul at 3000², linreg at d=100). Sampling stops at ±2 %
 # (TimerConfig.target_half_width) after 0.1 s, or at 0.3 s a process (one sample a process for
