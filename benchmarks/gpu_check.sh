@@ -8,10 +8,13 @@
 # OUT_DIR/gpu_timing.json (benchmarks/gpu_timing.py: CUDA events, dispatch cost, TF32, JAX copies)
 # and OUT_DIR/gpu_check.log. Runs from a source tree: PYTHON (default python3) needs numpy,
 # psutil, threadpoolctl, scipy, pandas, matplotlib and the GPU frameworks; nvidia-ml-py for clocks.
-# Sampling is shortened (--min-time 0.2, --max-time 2) so the whole check takes ~6 minutes on an H100.
+# Sampling is shortened (--min-time 0.2, --max-time 2) and each case runs in PROCESSES (default 1)
+# worker processes, so the check fits the short calls a lent GPU allows; PROCESSES=3 gives the
+# intervals a plain `arraybench run` gives, at three times the cost.
 set -uo pipefail
 out=${1:-benchmark_results/gpu-check}
 py=${PYTHON:-python3}
+processes=${PROCESSES:-1}
 here=$(cd "$(dirname "$0")/.." && pwd)
 export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$out"
@@ -21,9 +24,9 @@ date -u
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
 "$py" -m arraybench env || status=1
 "$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float32 \
-    --min-time 0.2 --max-time 2 --no-store --output-dir "$out/float32" || status=1
+    --min-time 0.2 --max-time 2 --processes "$processes" --no-store --output-dir "$out/float32" || status=1
 "$py" "$here/benchmarks/gpu_timing.py" --json "$out/gpu_timing.json" || status=1
 "$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float64 --sizes small --workloads matmul,elementwise_add,elementwise_sin,fft,sort,poly,selu,grad,linreg,transfer_to_host \
-    --min-time 0.1 --max-time 1 --no-store --output-dir "$out/float64" || status=1
+    --min-time 0.1 --max-time 1 --processes "$processes" --no-store --output-dir "$out/float64" || status=1
 date -u
 exit $status
