@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -159,8 +160,6 @@ class Backend:
 
     def time_cold(self, fn: Callable[..., Any], args: tuple[Any, ...], l2_bytes: int) -> float:
         """Seconds of one call of `fn` with L2 flushed before it (nvbench's default figure)."""
-        import time
-
         self.flush_l2(2 * l2_bytes)  # returns once the buffer is written
         t0 = time.perf_counter()
         self.sync(fn(*args))
