@@ -14,11 +14,11 @@ from typing import Any
 
 from arraybench import __version__, cluster, comparison, formats, store, suites, terminal
 from arraybench.errors import UsageError, unknown
-from arraybench.limits import memory_size
 from arraybench.plan import default_threads
 from arraybench.results import FAILED
 from arraybench.run_ids import new_run_id, run_id
 from arraybench.timing import TimerConfig
+from arraybench.units import memory_size
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, as a shell reports a process SIGTERM ended

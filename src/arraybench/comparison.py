@@ -18,8 +18,8 @@ from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated
 from arraybench.report.table import text_table
 from arraybench.results import FAILED, Results, measured
-from arraybench.runner import format_seconds
 from arraybench.store import DEFAULT_PATH, load, run_id
+from arraybench.units import format_seconds
 
 ALPHA = 0.05  # false discovery rate across all cases compared (Benjamini–Hochberg)
 DEFAULT_THRESHOLD = 0.05  # changes smaller than this are "same" even when real

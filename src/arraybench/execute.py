@@ -143,8 +143,12 @@ class CaseExecutor:
                 return rec
             seed = input_seed(run_seed, case)
             be.start_case()  # no peak memory or compiler state of an earlier case in this worker
+            t0 = time.perf_counter()
             host = wl.host_inputs(seed, case.dtype, params)
+            rec["inputs_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
             ref, tol = self.reference(wl, seed, case, host)
+            rec["reference_s"] = time.perf_counter() - t0
 
             if wl.host_args:
                 args = host
@@ -162,7 +166,9 @@ class CaseExecutor:
                 sync = be.sync if be.asynchronous else None
                 if self.clocks:
                     self.clocks.start()
+                t0 = time.perf_counter()
                 timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined).run()
+                rec["timer_s"] = time.perf_counter() - t0
                 if self.clocks:
                     rec["gpu_clock"] = self.clocks.stop()
                 if be.pipelined:
@@ -178,7 +184,9 @@ class CaseExecutor:
             t0 = time.perf_counter()
             out = be.to_host(timing.last_output)
             rec["to_host_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
             check = wl.check(out, ref, case.dtype, params, tol.value)
+            rec["check_s"] = time.perf_counter() - t0
 
             rec.update(
                 status="ok" if check.correct else "wrong",

@@ -24,9 +24,9 @@ from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
 from arraybench.case import Case
 from arraybench.execute import blank_record
-from arraybench.limits import format_size
 from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
+from arraybench.units import format_seconds, format_size
 
 WorkerKey = tuple[str, int, str, str]  # backend, threads, dtype, device
 STARTUP_TIMEOUT = 180.0
@@ -211,7 +211,10 @@ class Runner:
                 for case in self.order(cases, self.seed, k):
                     if case.id in finished or len(done[case.id]) > k:  # failed early, or resumed past k
                         continue
+                    t0 = time.monotonic()
                     rec = self.pool.run_one(case)
+                    # What measuring this process cost, worker start-up included where it had one.
+                    rec["wall_s"] = time.monotonic() - t0
                     rec["machine"] = self.machine
                     if self.processes > 1:  # with one, the case line follows at once
                         self.writer.append_replicate(rec, k)
@@ -234,7 +237,8 @@ class Runner:
 # A process's own fields, kept per process in `replicates`; the case line gives their median.
 PROCESS_FIELDS = ("first_call_s", "transfer_s", "to_host_s", "build_s", "latency_s",
                   "minor_faults_per_call", "overhead_s")
-PROCESS_ONLY_FIELDS = ("loops", "median_s", "half_width", "stop", "warmup_calls", "peak_memory_bytes")
+PROCESS_ONLY_FIELDS = ("loops", "median_s", "half_width", "stop", "warmup_calls", "peak_memory_bytes",
+                       "wall_s", "inputs_s", "reference_s", "timer_s", "check_s")
 
 
 def merge_processes(recs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -246,6 +250,9 @@ def merge_processes(recs: list[dict[str, Any]]) -> dict[str, Any]:
     worst = min(recs, key=lambda r: severity.get(r["status"], len(severity)))
     timed = [r for r in recs if r.get("samples_s")]
     out = {k: v for k, v in worst.items() if k not in ("type", "replicate")}
+    walls = [r["wall_s"] for r in recs if r.get("wall_s") is not None]
+    if walls:  # what the case cost to measure, over all its processes
+        out["wall_s"] = sum(walls)
     if not timed:
         return out
     out["samples_s"] = [x for r in timed for x in r["samples_s"]]
@@ -264,7 +271,7 @@ def merge_processes(recs: list[dict[str, Any]]) -> dict[str, Any]:
     clocks = [r["gpu_clock"] for r in timed if r.get("gpu_clock")]
     if clocks:  # the case ran throttled if any of its processes did
         out["gpu_clock"] = next((c for c in clocks if c.get("throttled")), clocks[0])
-    for k in ("loops", "half_width", "stop", "warmup_calls"):
+    for k in ("loops", "half_width", "stop", "warmup_calls", "inputs_s", "reference_s", "timer_s", "check_s"):
         out.pop(k, None)
     stats = measured(out)
     assert stats is not None  # timed is not empty
@@ -376,11 +383,3 @@ class Progress:
             self.stream.write(f"[{self.done}/{self.total}] {what}: {result}\n")
         self.stream.flush()
 
-
-def format_seconds(s: float | None) -> str:
-    if s is None:
-        return "—"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"

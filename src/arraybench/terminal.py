@@ -25,7 +25,8 @@ from rich.text import Text
 
 from arraybench.report.table import text_table
 from arraybench.results import FAILED
-from arraybench.runner import Progress, format_seconds
+from arraybench.runner import Progress
+from arraybench.units import format_seconds
 
 # What a cell or a status says, and the colour it gets: failures never look like results.
 STYLES = (("WRONG", "bold red"), ("CRASHED", "bold red"), ("ERROR", "bold red"), ("TIMEOUT", "bold red"),

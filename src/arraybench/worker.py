@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench.limits import apply_memory_limit, format_size
+from arraybench.limits import apply_memory_limit
+from arraybench.units import format_size
 
 PR_SET_PDEATHSIG = 1
 # glibc's mallopt parameters (malloc.h).

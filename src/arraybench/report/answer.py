@@ -11,7 +11,7 @@ from arraybench.report import bound
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData
 from arraybench.report.table import size_text
-from arraybench.runner import format_seconds
+from arraybench.units import format_seconds
 
 # A per-call cost is worth naming when it is at least this many times the fastest call at that size.
 COSTLY_CALL = 2.0

@@ -11,7 +11,7 @@ from typing import Any
 
 from arraybench import bracket
 from arraybench.report.model import ReportData
-from arraybench.runner import format_seconds
+from arraybench.units import format_seconds
 
 CSV_COLUMNS = ("workload", "dtype", "faster_below", "faster_above", "estimate", "bracket_lo", "bracket_hi",
                "state", "size_param", "params", "machine", "next_size")

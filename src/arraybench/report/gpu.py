@@ -7,7 +7,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from arraybench.runner import format_seconds
+from arraybench.units import format_seconds
 
 EXPLANATION = (
     "GPU medians in the tables are **hot**: calls back to back with one sync per block of calls "

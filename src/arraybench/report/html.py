@@ -18,7 +18,7 @@ from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
 from arraybench.report.table import size_sort_key, size_text, unavailable_line
 from arraybench.results import FAILED
-from arraybench.runner import format_seconds
+from arraybench.units import format_seconds
 
 TEMPLATE = Path(__file__).with_name("template.html")
 

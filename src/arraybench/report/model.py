@@ -11,7 +11,7 @@ from arraybench.measurement import Measurement
 from arraybench.report import bound
 from arraybench.report.table import speedups
 from arraybench.results import FAILED, Results, merge
-from arraybench.runner import format_seconds
+from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
 # Below this, the Python call the harness makes per timed call is a visible share: say how much.

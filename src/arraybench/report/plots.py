@@ -14,7 +14,7 @@ from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
 from arraybench.results import atomic_path
-from arraybench.runner import format_seconds
+from arraybench.units import format_seconds
 
 BACKEND_COLOURS = {
     "numpy": "#4477aa", "numba": "#228833", "jax": "#aa3377",
