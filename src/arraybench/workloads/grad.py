@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
+from arraybench.backends.tensorflow_backend import TensorflowBackend
+from arraybench.backends.torch_backend import TorchBackend
 from arraybench.workloads.base import Workload
 from arraybench.workloads.sizes import log_sweep
 
@@ -85,7 +87,7 @@ def _jax_jit(be: Backend, n: int) -> Any:
     return jax.jit(_jax_grad(be))
 
 
-def _tf_grad(be: Backend) -> Any:
+def _tf_grad(be: TensorflowBackend) -> Any:
     tf = be.tf
 
     def g(w: Any, x: Any) -> Any:
@@ -98,17 +100,17 @@ def _tf_grad(be: Backend) -> Any:
 
 
 @grad.impl("tensorflow")
-def _tf_eager(be: Backend, n: int) -> Any:
+def _tf_eager(be: TensorflowBackend, n: int) -> Any:
     return be.run_on_device(_tf_grad(be))
 
 
 @grad.impl("tensorflow", "jit")
-def _tf_jit(be: Backend, n: int) -> Any:
+def _tf_jit(be: TensorflowBackend, n: int) -> Any:
     return be.jit(_tf_grad(be), "jit")
 
 
 @grad.impl("torch")
-def _torch_eager(be: Backend, n: int) -> Any:
+def _torch_eager(be: TorchBackend, n: int) -> Any:
     torch = be.torch
 
     def g(w: Any, x: Any) -> Any:
@@ -121,7 +123,7 @@ def _torch_eager(be: Backend, n: int) -> Any:
 
 
 @grad.impl("torch", "jit")
-def _torch_compile(be: Backend, n: int) -> Any:
+def _torch_compile(be: TorchBackend, n: int) -> Any:
     torch = be.torch
 
     # torch.func.grad is functional, so the whole backward pass lands in one compiled graph.

@@ -12,6 +12,9 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
+from arraybench.backends.cupy_backend import CupyBackend
+from arraybench.backends.tensorflow_backend import TensorflowBackend
+from arraybench.backends.torch_backend import TorchBackend
 from arraybench.workloads.base import Check, Workload, leaves
 from arraybench.workloads.sizes import log_sweep
 
@@ -116,7 +119,7 @@ def _jax_jit(be: Backend, n: int) -> Any:
     return draw
 
 
-def _tf_draw(be: Backend, n: int) -> Any:
+def _tf_draw(be: TensorflowBackend, n: int) -> Any:
     tf = be.tf
     with tf.device(be.dev_name):
         gen = tf.random.Generator.from_seed(SEED)
@@ -125,17 +128,17 @@ def _tf_draw(be: Backend, n: int) -> Any:
 
 
 @rng.impl("tensorflow")
-def _tf_eager(be: Backend, n: int) -> Any:
+def _tf_eager(be: TensorflowBackend, n: int) -> Any:
     return be.run_on_device(_tf_draw(be, n))
 
 
 @rng.impl("tensorflow", "jit")
-def _tf_jit(be: Backend, n: int) -> Any:
+def _tf_jit(be: TensorflowBackend, n: int) -> Any:
     return be.jit(_tf_draw(be, n), "jit")
 
 
 @rng.impl("torch")
-def _torch_eager(be: Backend, n: int) -> Any:
+def _torch_eager(be: TorchBackend, n: int) -> Any:
     torch = be.torch
     gen = torch.Generator(device=be.dev).manual_seed(SEED)
     dtype = getattr(torch, be.dtype)
@@ -143,7 +146,7 @@ def _torch_eager(be: Backend, n: int) -> Any:
 
 
 @rng.impl("torch", "jit")
-def _torch_compile(be: Backend, n: int) -> Any:
+def _torch_compile(be: TorchBackend, n: int) -> Any:
     torch = be.torch
     torch.manual_seed(SEED)
     dtype = getattr(torch, be.dtype)
@@ -151,7 +154,7 @@ def _torch_compile(be: Backend, n: int) -> Any:
 
 
 @rng.impl("cupy")
-def _cupy(be: Backend, n: int) -> Any:
+def _cupy(be: CupyBackend, n: int) -> Any:
     gen = be.cupy.random.default_rng(SEED)
     dtype = np.dtype(be.dtype)
     return lambda: gen.standard_normal((n, n), dtype=dtype)

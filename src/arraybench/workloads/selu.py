@@ -9,6 +9,9 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
+from arraybench.backends.cupy_backend import CupyBackend
+from arraybench.backends.tensorflow_backend import TensorflowBackend
+from arraybench.backends.torch_backend import TorchBackend
 from arraybench.workloads.base import Workload
 from arraybench.workloads.common import numba_compiled
 from arraybench.workloads.sizes import log_sweep
@@ -66,25 +69,25 @@ def _jax(be: Backend, n: int) -> Any:
 
 
 @selu.impl_eager_and_jit("tensorflow")
-def _tf(be: Backend, n: int) -> Any:
+def _tf(be: TensorflowBackend, n: int) -> Any:
     tf = be.tf
     return be.run_on_device(lambda x: LAMBDA * tf.where(x > 0, x, ALPHA * tf.math.exp(x) - ALPHA))
 
 
 @selu.impl_eager_and_jit("torch")
-def _torch(be: Backend, n: int) -> Any:
+def _torch(be: TorchBackend, n: int) -> Any:
     torch = be.torch
     return lambda x: LAMBDA * torch.where(x > 0, x, ALPHA * torch.exp(x) - ALPHA)
 
 
 @selu.impl("cupy")
-def _cupy(be: Backend, n: int) -> Any:
+def _cupy(be: CupyBackend, n: int) -> Any:
     cp = be.cupy
     return lambda x: LAMBDA * cp.where(x > 0, x, ALPHA * cp.exp(x) - ALPHA)
 
 
 @selu.impl("cupy", "jit")
-def _cupy_kernel(be: Backend, n: int) -> Any:
+def _cupy_kernel(be: CupyBackend, n: int) -> Any:
     # A hand-written element-wise kernel rather than cupy.fuse, whose support for `where`
     # varies between CuPy versions; T is the input's type, so float32 stays float32.
     return be.cupy.ElementwiseKernel(

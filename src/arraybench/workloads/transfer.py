@@ -11,6 +11,9 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable
+from arraybench.backends.cupy_backend import CupyBackend
+from arraybench.backends.jax_backend import JaxBackend
+from arraybench.backends.torch_backend import TorchBackend
 from arraybench.workloads.base import Workload
 from arraybench.workloads.common import exact_check
 from arraybench.workloads.sizes import log_sweep
@@ -91,9 +94,10 @@ def _gpu_only(be: Backend) -> None:
 
 
 @to_device_pinned.impl("torch")
-def _torch_upload_pinned(be: Backend, n: int) -> Any:
+def _torch_upload_pinned(be: TorchBackend, n: int) -> Any:
     _gpu_only(be)
-    torch, staged = be.torch, {}
+    torch = be.torch
+    staged: dict[int, Any] = {}
 
     def upload(x: np.ndarray) -> Any:
         # The caller's data lives in pinned memory (put there once, by the first, untimed-as-
@@ -107,9 +111,10 @@ def _torch_upload_pinned(be: Backend, n: int) -> Any:
 
 
 @to_host_pinned.impl("torch")
-def _torch_download_pinned(be: Backend, n: int) -> Any:
+def _torch_download_pinned(be: TorchBackend, n: int) -> Any:
     _gpu_only(be)
-    torch, buf = be.torch, {}
+    torch = be.torch
+    buf: dict[str, Any] = {}
 
     def download(x: Any) -> np.ndarray:
         dst = buf.get("out")
@@ -123,9 +128,10 @@ def _torch_download_pinned(be: Backend, n: int) -> Any:
 
 
 @to_device_pinned.impl("cupy")
-def _cupy_upload_pinned(be: Backend, n: int) -> Any:
+def _cupy_upload_pinned(be: CupyBackend, n: int) -> Any:
     _gpu_only(be)
-    cp, staged = be.cupy, {}
+    cp = be.cupy
+    staged: dict[int, Any] = {}
 
     def upload(x: np.ndarray) -> Any:
         src = staged.get(id(x))
@@ -140,9 +146,9 @@ def _cupy_upload_pinned(be: Backend, n: int) -> Any:
 
 
 @to_host_pinned.impl("cupy")
-def _cupy_download_pinned(be: Backend, n: int) -> Any:
+def _cupy_download_pinned(be: CupyBackend, n: int) -> Any:
     _gpu_only(be)
-    buf = {}
+    buf: dict[str, np.ndarray] = {}
 
     def download(x: Any) -> np.ndarray:
         dst = buf.get("out")
@@ -155,16 +161,17 @@ def _cupy_download_pinned(be: Backend, n: int) -> Any:
     return download
 
 
-def _jax_memory(be: Backend, kind: str) -> Any:
+def _jax_memory(be: JaxBackend, kind: str) -> Any:
     from jax.sharding import SingleDeviceSharding
 
     return SingleDeviceSharding(be.dev, memory_kind=kind)
 
 
 @to_device_pinned.impl("jax")
-def _jax_upload_pinned(be: Backend, n: int) -> Any:
+def _jax_upload_pinned(be: JaxBackend, n: int) -> Any:
     _gpu_only(be)
-    jax, host, device, staged = be.jax, _jax_memory(be, "pinned_host"), _jax_memory(be, "device"), {}
+    jax, host, device = be.jax, _jax_memory(be, "pinned_host"), _jax_memory(be, "device")
+    staged: dict[int, Any] = {}
 
     def upload(x: np.ndarray) -> Any:
         src = staged.get(id(x))
@@ -176,7 +183,7 @@ def _jax_upload_pinned(be: Backend, n: int) -> Any:
 
 
 @to_host_pinned.impl("jax")
-def _jax_download_pinned(be: Backend, n: int) -> Any:
+def _jax_download_pinned(be: JaxBackend, n: int) -> Any:
     _gpu_only(be)
     jax, host = be.jax, _jax_memory(be, "pinned_host")
 
