@@ -34,12 +34,15 @@ class NumbaBackend(Backend):
     def jit(self, fn: Callable[..., Any], mode: str, *, any_shape: bool = False) -> Callable[..., Any]:
         # njit takes plain functions only: compile a partial's function and pass its bound
         # arguments at each call (numba specialises on their types, as on constants).
-        bound = isinstance(fn, functools.partial)
-        target = fn.func if bound else fn
+        if isinstance(fn, functools.partial):
+            return functools.partial(self._njit(fn.func), *fn.args, **fn.keywords)
+        return self._njit(fn)
+
+    def _njit(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         # A function the user compiled with options of their own (parallel=True, ...) stays so.
-        if not isinstance(target, self.numba.core.dispatcher.Dispatcher):
-            target = self.numba.njit(target)
-        return functools.partial(target, *fn.args, **fn.keywords) if bound else target
+        if isinstance(fn, self.numba.core.dispatcher.Dispatcher):
+            return fn
+        return self.numba.njit(fn)
 
     @property
     def xp(self) -> Any:
