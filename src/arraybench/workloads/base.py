@@ -13,6 +13,8 @@ from arraybench.errors import UsageError, did_you_mean
 # builder(backend, **params) -> fn(*device_args) -> output. The builder runs once per case,
 # outside the timer: it is where `jax.jit`, `torch.compile` or `numba.njit` wrapping happens.
 Builder = Callable[..., Callable[..., Any]]
+# A named size: one parameter point, or a list of them (a sweep).
+Preset = dict[str, Any] | list[dict[str, Any]]
 
 DEFAULT_RTOL = {"float32": 1e-4, "float64": 1e-10}
 # Calibration (Workload.calibrate): NumPy evaluates the reference again in float32; its error
@@ -113,7 +115,7 @@ class Workload:
     description: str
     defaults: dict[str, Any]
     size_param: str
-    presets: dict[str, dict[str, Any] | list[dict[str, Any]]]
+    presets: dict[str, Preset]
     make_inputs: Callable[..., tuple[np.ndarray, ...]] | None = None
     make_reference: Callable[..., Any] | None = None
     flops: Callable[..., float] | None = None

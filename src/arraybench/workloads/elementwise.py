@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
-from arraybench.workloads.base import Workload
+from arraybench.workloads.base import Preset, Workload
 from arraybench.workloads.common import register_everywhere
 from arraybench.workloads.sizes import log_sweep
 
-SIZES = {"small": {"n": 1_000}, "large": {"n": 1_000_000}, "sweep": log_sweep("n", 100, 1_000_000)}
+SIZES: dict[str, Preset] = {"small": {"n": 1_000}, "large": {"n": 1_000_000}, "sweep": log_sweep("n", 100, 1_000_000)}
 
 
 def _make(op: str, arrays: int) -> Workload:

@@ -220,7 +220,7 @@ def _compiled_blocks(torch: Any, step: Any, iters: int, block: int = 10) -> Any:
 
     block = min(block, iters)
     full, rest = divmod(iters, block) if block else (0, 0)
-    many = unrolled(block) if full else None
+    many = unrolled(block)  # built lazily by torch.compile: nothing compiles when full == 0
     few = unrolled(rest) if rest else None
 
     @torch.no_grad()
