@@ -29,7 +29,8 @@ MEANING = {
     MEMORY: "moving bytes limits it: its arithmetic intensity (FLOPs per byte) is left of the roofline's ridge",
     COMPUTE: "arithmetic limits it: right of the ridge, under the compute roof (or, without FLOPs, it streams "
              "under half the memory roof)",
-    PAGE_FAULTS: "the kernel mapping fresh pages takes most of the time (minor page faults per call, at measurement.FAULT_COST_S each)",
+    PAGE_FAULTS: "the kernel mapping fresh pages takes most of the time (minor page faults per call, "
+                 "at measurement.FAULT_COST_S each)",
     TRANSFER: "the copy between host and device is the time",
 }
 
@@ -86,7 +87,7 @@ def work(r: dict[str, Any]) -> float | None:
 
 def fixed_cost_dominates(series: list[dict[str, Any]]) -> set[str]:
     """Ids of the cases of one backend·mode's sweep whose time hardly grows with their work."""
-    pts = [(work(r), r) for r in series if r["status"] == "ok" and r.get("median_s") and work(r)]
+    pts = [(w, r) for r in series if r["status"] == "ok" and r.get("median_s") and (w := work(r))]
     return {r["id"] for w, r in pts
             if any(w2 >= MORE_WORK * w and r2["median_s"] <= AT_MOST_SLOWER * r["median_s"] for w2, r2 in pts)}
 

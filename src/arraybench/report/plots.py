@@ -115,11 +115,12 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                  heatmap_figure(data))
         for machine in data.machines:
             for dtype in dtypes:
-                here = [r for r in data.records if r["machine"] == machine and r["dtype"] == dtype]
-                pts = [r for r in here if r.get("intensity")]
+                cases = [r for r in data.records if r["machine"] == machine and r["dtype"] == dtype]
+                pts = [r for r in cases if r.get("intensity")]
                 if not pts:
                     continue
-                left_out = sorted({f"{r['workload']} ({r['no_rate'].split(':')[0]})" for r in here if r.get("no_rate")})
+                left_out = sorted({f"{r['workload']} ({r['no_rate'].split(':')[0]})"
+                                   for r in cases if r.get("no_rate")})
                 where = f"-{slug(machine)}" if len(data.machines) > 1 else ""
                 save(f"roofline-{dtype}{where}", f"Roofline, {dtype}" + (f" @{machine}" if where else ""),
                      "Achieved GFLOP/s against arithmetic intensity (FLOPs per byte moved), log-log; one "
@@ -307,7 +308,8 @@ def heatmap_figure(data: ReportData) -> Any:
         vals = grid[:geo_row, j][~np.isnan(grid[:geo_row, j])]
         if vals.size:
             grid[geo_row, j] = vals.mean()
-            ax.text(j, geo_row, f"{2 ** vals.mean():.2g}×" + (f"\n({vals.size}/{geo_row})" if vals.size < geo_row else ""),
+            of = f"\n({vals.size}/{geo_row})" if vals.size < geo_row else ""
+            ax.text(j, geo_row, f"{2 ** vals.mean():.2g}×" + of,
                     ha="center", va="center", fontsize=8, fontweight="bold",
                     color="white" if abs(grid[geo_row, j]) > 2.5 else "black")
     cmap = matplotlib.colormaps["RdBu"].with_extremes(bad="white")
