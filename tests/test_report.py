@@ -1,4 +1,5 @@
-"""The report: plots that show what the results hold, crossovers, CSV, Markdown and an HTML page that escapes everything."""
+"""The report: plots that show what the results hold, crossovers, CSV, Markdown and an HTML page that escapes
+everything."""
 
 import csv
 import json

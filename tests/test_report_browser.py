@@ -24,7 +24,8 @@ PROBE = """<script>
 window.probeErrors = [];
 const probeConsoleError = console.error;
 console.error = (...args) => { window.probeErrors.push(args.map(String).join(" ")); probeConsoleError(...args); };
-addEventListener("error", (ev) => window.probeErrors.push(ev.message || "failed to load " + (ev.target.src || ev.target.href)), true);
+addEventListener("error",
+  (ev) => window.probeErrors.push(ev.message || "failed to load " + (ev.target.src || ev.target.href)), true);
 addEventListener("unhandledrejection", (ev) => window.probeErrors.push(String(ev.reason)));
 addEventListener("load", () => {
   const imgs = Array.from(document.querySelectorAll("figure.plot img"));

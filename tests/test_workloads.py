@@ -33,7 +33,8 @@ def test_every_workload_runs_correctly_on_every_installed_backend_and_mode(tiny_
     expected = {(w, b, m) for w in NEW for (b, m) in WORKLOADS[w].impls
                 if b in INSTALLED and "pinned" not in w}
     assert expected <= ran
-    pinned = {r["backend"]: r["error"] for r in records if "pinned" in r["workload"] and r["backend"] in ("jax", "torch")}
+    pinned = {r["backend"]: r["error"] for r in records
+              if "pinned" in r["workload"] and r["backend"] in ("jax", "torch")}
     assert set(pinned) == {"jax", "torch"} & set(INSTALLED)
     assert all("pinned host memory is a CUDA notion" in e for e in pinned.values())
     assert ("grad", "numpy", "fd") in ran

@@ -39,7 +39,9 @@ class CupyBackend(Backend):
         try:
             import cupy
         except ImportError as e:
-            raise Unavailable(f"{e} (pip install 'arraybench[cupy-cuda12]', or 'arraybench[cupy-cuda13]' for CUDA 13)") from e
+            raise Unavailable(
+                f"{e} (pip install 'arraybench[cupy-cuda12]', or 'arraybench[cupy-cuda13]' for CUDA 13)"
+            ) from e
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except cupy.cuda.runtime.CUDARuntimeError as e:

@@ -114,25 +114,34 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
         rows = []
         for label in sorted(rows_by_label):
             cells = rows_by_label[label]
-            rows.append([label, *[cell(cells[s], sp.get((cells[s]["id"], cells[s].get("machine")))) if s in cells else "" for s in sizes]])
+            shown = [cell(cells[s], sp.get((cells[s]["id"], cells[s].get("machine")))) if s in cells else ""
+                     for s in sizes]
+            rows.append([label, *shown])
         best = []
         for s in sizes:
             ok = [r for r in recs if r.get("size") == s and r["status"] == "ok"]
             if ok:
                 fastest = min(ok, key=lambda r: r["median_s"])
-                best.append(f"size {s}: fastest correct is {row_label(fastest, devices, machines)} ({format_seconds(fastest['median_s'])})")
+                best.append(f"size {s}: fastest correct is {row_label(fastest, devices, machines)} "
+                            f"({format_seconds(fastest['median_s'])})")
         reasons: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
         for r in recs:
             if r["status"] != "ok" and r.get("error"):
                 reasons[(row_label(r, devices, machines), r["status"], r["error"])].append(r.get("size"))
         notes = best + [
-            f"{label}{'' if len(at) == len(sizes) else ' at size ' + ', '.join(map(str, sorted(at, key=size_sort_key)))}"
-            f": {status} — {error}"
+            f"{label}{_at_sizes(at, sizes)}: {status} — {error}"
             for (label, status, error), at in sorted(reasons.items())
         ]
         title = f"{wl} ({dtype}; median per call ± IQR · speedup vs numpy · first call · bound)"
         out.append((title, header, rows, notes))
     return out
+
+
+def _at_sizes(at: list[Any], sizes: list[Any]) -> str:
+    """Where a failure happened: nothing when at every size of the table, else the sizes."""
+    if len(at) == len(sizes):
+        return ""
+    return " at size " + ", ".join(map(str, sorted(at, key=size_sort_key)))
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
