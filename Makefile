@@ -40,8 +40,10 @@ test: venv browser
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not integration"
 
+# mypy reads its settings (files, the frameworks it treats as untyped) from pyproject.toml.
 lint: venv
 	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) benchmark_results .pytest_cache
