@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, environment, peaks
+from arraybench import __version__, environment, peaks, refine
+from arraybench.case import Case
 from arraybench.errors import UsageError
 from arraybench.plan import RunSettings, build_plan
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
@@ -24,7 +25,8 @@ def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None)
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git": environment.git_commit(),
         "settings": settings.to_dict(),
-        "environment": {**environment.collect(), "peaks": peaks.measure(settings.threads, gpu="gpu" in settings.devices)},
+        "environment": {**environment.collect(),
+                        "peaks": peaks.measure(settings.threads, gpu="gpu" in settings.devices)},
         "plan_size": plan_size,
     }
 
@@ -56,6 +58,7 @@ def execute(
     store: Path | None = None,
     make_runner: Callable[..., CaseRunner] = Runner,
     run_id: str | None = None,
+    refine_rounds: int = refine.ROUNDS,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
@@ -64,6 +67,8 @@ def execute(
     already on disk. With `store`, each record is also added to that results store as it lands.
     `make_runner` is called like Runner: cluster.ClusterRunner runs the cases on Dask workers.
     `run_id` names a new run (the CLI names its output directory after it).
+    After the plan, up to `refine_rounds` rounds measure more sizes where the fastest
+    backend·mode changes between planned sizes (refine.py), until each such crossover is bracketed.
     """
     done: set[str] = set()
     partial: dict[str, list[dict[str, Any]]] = {}
@@ -89,6 +94,30 @@ def execute(
                          on_record=on_record, memory_limit=settings.memory_limit, **extra)
     try:
         runner.run(todo)
+        refine_crossovers(runner, plan, writer.path, progress, refine_rounds)
     finally:
         writer.close()
     return load_results(out_dir)
+
+
+def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:
+    """Measure the sizes refine.proposals asks for, round after round, until none or `rounds` are done.
+
+    What a resumed run measured already counts: its records are read back from the file.
+    """
+    extra: list[Case] = []
+    for _ in range(rounds):
+        records = load_results(path).records
+        extra_ids = {r["id"] for r in records} - {c.id for c in plan}
+        new = refine.proposals(plan, [*extra, *_cases_of(records, extra_ids)], records)
+        if not new:
+            return
+        extra += new
+        if isinstance(progress, Progress):
+            progress.total += len(new)
+        runner.run(new)
+
+
+def _cases_of(records: list[dict[str, Any]], ids: set[str]) -> list[Case]:
+    """The cases a resumed run's refinement had already added."""
+    return [Case.from_dict(r) for r in records if r["id"] in ids]

@@ -1,0 +1,75 @@
+"""refine.proposals: which sizes to measure next so a change of winner gets bracketed (fake records)."""
+
+from __future__ import annotations
+
+from arraybench import bracket, refine
+from arraybench.case import Case
+
+
+def case(backend: str, n: int, mode: str = "eager") -> Case:
+    return Case("elementwise_add", (("n", n),), backend, mode, "float32", 2)
+
+
+def record(c: Case, median: float, spread: float = 0.01) -> dict:
+    return {"id": c.id, "status": "ok", "median_s": median,
+            "ci95_s": [median * (1 - spread), median * (1 + spread)]}
+
+
+def timings(n: int) -> dict[str, float]:
+    """numpy costs 1 µs + 1 ns/element, torch 10 µs + 0.1 ns/element: torch wins above n = 10 000."""
+    return {"numpy": 1e-6 + 1e-9 * n, "torch": 1e-5 + 1e-10 * n, "jax": 1e-4 + 1e-9 * n}
+
+
+def measure(cases: list[Case]) -> list[dict]:
+    return [record(c, timings(c.params_dict["n"])[c.backend]) for c in cases]
+
+
+def test_the_two_rivals_are_measured_on_a_grid_of_at_most_4x_steps():
+    plan = [case(b, n) for b in ("numpy", "torch", "jax") for n in (1_000, 1_000_000)]
+    new = refine.proposals(plan, [], measure(plan))
+    grid = [3981, 15849, 63096, 251189]  # 1000 · 1000^(i/5): five steps of 3.98×
+    assert sorted((c.backend, c.params_dict["n"]) for c in new) == [(b, n) for b in ("numpy", "torch") for n in grid]
+
+
+def test_a_narrow_gap_is_bisected():
+    assert refine.grid([1000, 3000]) == [1732]
+    assert refine.grid([1000, 2000]) == []
+
+
+def test_rounds_end_with_a_bracket_at_most_twice_wide():
+    plan = [case(b, n) for b in ("numpy", "torch", "jax") for n in (1_000, 1_000_000)]
+    extra: list[Case] = []
+    records = measure(plan)
+    for rounds in range(1, 13):
+        new = refine.proposals(plan, extra, records)
+        if not new:
+            break
+        extra += new
+        records += measure(new)
+    else:
+        raise AssertionError("refinement did not finish")
+    series = {b: {c.params_dict["n"]: bracket.Point(c.params_dict["n"], r["median_s"], *r["ci95_s"])
+                  for c, r in zip(plan + extra, records, strict=True) if c.backend == b} for b in ("numpy", "torch")}
+    (br,) = bracket.brackets("numpy", series["numpy"], "torch", series["torch"])
+    assert br.state == bracket.BRACKETED and br.hi / br.lo <= bracket.MAX_RATIO
+    assert br.lo <= 10_000 <= br.hi
+    assert {c.backend for c in extra} == {"numpy", "torch"}  # jax never wins: never refined
+    assert rounds - 1 <= 2  # a grid, then one bisection
+    assert len(extra) <= 2 * 5
+
+
+def test_no_change_of_winner_asks_for_nothing():
+    plan = [case(b, n) for b in ("numpy", "jax") for n in (1_000, 1_000_000)]
+    assert refine.proposals(plan, [], measure(plan)) == []
+
+
+def test_failed_or_untimed_records_are_not_points():
+    plan = [case(b, n) for b in ("numpy", "torch") for n in (1_000, 1_000_000)]
+    records = measure(plan)
+    records[1] = {**records[1], "status": "wrong"}
+    assert refine.proposals(plan, [], records) == []
+
+
+def test_a_workload_without_an_integer_size_is_not_refined():
+    plan = [Case("elementwise_add", (("n", "big"),), b, "eager", "float32", 2) for b in ("numpy", "torch")]
+    assert refine.proposals(plan, [], []) == []
