@@ -23,7 +23,8 @@ def add_parsers(sub: Any) -> None:
     env = sub.add_parser("env", help="machine, software and the settings that change results")
     add_format_option(env)
     env.add_argument("--json", action="store_const", dest="format", const="json", help="same as --format json")
-    env.add_argument("--threads", type=int, help=f"thread count to verify (default: the {default_threads()} usable cores)")
+    env.add_argument("--threads", type=int,
+                     help=f"thread count to verify (default: the {default_threads()} usable cores)")
 
 
 def workload_rows(workload_file: str | None) -> list[dict[str, Any]]:
@@ -66,7 +67,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         by_name = {b["backend"]: b for b in backends}
         rows = [{"workload": w["workload"], "size_param": w["size_param"], "presets": ",".join(w["presets"]),
                  "backend": b, "version": by_name[b]["version"], "available": by_name[b]["available"],
-                 "modes": ",".join(s["modes"]), "unsupported": "; ".join(f"{m}: {r}" for m, r in s["unsupported"].items())}
+                 "modes": ",".join(s["modes"]),
+                 "unsupported": "; ".join(f"{m}: {r}" for m, r in s["unsupported"].items())}
                 for w in workloads for b, s in w["backends"].items()]
         print(formats.render_rows(rows, "csv"), end="")
     elif args.format == "markdown":
@@ -75,7 +77,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                     "backends": "; ".join(f"{b}: {', '.join(s['modes']) or '—'}" for b, s in w["backends"].items())}
                    for w in workloads]
         be_rows = [{"backend": b["backend"], "version": b["version"] or "not installed",
-                    "status": f"available on {', '.join(b['devices'])}" if b["available"] else f"unavailable: {b['reason']}",
+                    "status": (f"available on {', '.join(b['devices'])}" if b["available"]
+                               else f"unavailable: {b['reason']}"),
                     "JIT": b["jit"] or "—"} for b in backends]
         print("## Workloads\n\n" + formats.render_rows(wl_rows, "markdown")
               + "\n## Backends\n\n" + formats.render_rows(be_rows, "markdown"), end="")
@@ -116,12 +119,18 @@ def cmd_env(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# The backend settings that change results, shown beside each backend's version.
+SETTINGS_SHOWN = ("x64", "tf32", "matmul_precision", "float32_matmul_precision", "synchronous_execution",
+                  "threading_layer")
+
+
 def print_env(env: dict[str, Any], threads: int) -> None:
     freq = env["cpu_frequency"]
     print(f"machine   {environment.fingerprint(env)}")
     print(f"cpu       {env['cpu_model']}; {env['cpu_logical']} logical, {env['cpu_physical']} physical, "
           f"{env['cpu_affinity']} usable")
-    print(f"clock     {freq['current_mhz'] or '?'} MHz now (min {freq['min_mhz'] or '?'}, max {freq['max_mhz'] or '?'}); "
+    print(f"clock     {freq['current_mhz'] or '?'} MHz now "
+          f"(min {freq['min_mhz'] or '?'}, max {freq['max_mhz'] or '?'}); "
           f"governor {freq['governor'] or 'unknown'}")
     print(f"simd      {' '.join(env['cpu_flags']) or 'none known'}")
     print(f"memory    {env['memory_bytes'] / 2**30:.1f} GiB")
@@ -136,7 +145,7 @@ def print_env(env: dict[str, Any], threads: int) -> None:
         if not st["available"]:
             print(f"  {name:<11} unavailable: {st['reason']}")
             continue
-        extras = {k: v for k, v in info.items() if k in ("x64", "tf32", "matmul_precision", "float32_matmul_precision", "synchronous_execution", "threading_layer")}
+        extras = {k: v for k, v in info.items() if k in SETTINGS_SHOWN}
         blas = "; ".join(f"{b['internal_api']} {b['version']} {b['num_threads']} threads" for b in info.get("blas", []))
         print(f"  {name:<11} {info.get('version')}: threads verified {info.get('threads_verified')}"
               + (f"; {extras}" if extras else "") + (f"; BLAS: {blas}" if blas else ""))

@@ -65,7 +65,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(formats.render_rows([flat_record(r) for r in records], "csv"), end="")
         return EXIT_OK
     s = res.settings
-    lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  arraybench {res.header.get('arraybench_version')}",
+    lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  "
+             f"arraybench {res.header.get('arraybench_version')}",
              f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}"]
     if args.format == "markdown":
         print("\n".join([f"## {lines[0]}", "", lines[1]]) + "\n")
