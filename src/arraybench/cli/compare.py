@@ -9,11 +9,11 @@ from typing import Any
 
 from arraybench.cli.exits import EXIT_FAILED_CASES, EXIT_OK
 from arraybench.cli.options import add_format_option, percent
+from arraybench.cli.store import add_store_option, load_all
 from arraybench.comparison import DEFAULT_THRESHOLD, compare, headline, render, render_as
 from arraybench.errors import UsageError
 from arraybench.results import Results
 from arraybench.run_ids import run_id
-from arraybench.store import DEFAULT_PATH, load
 from arraybench.terminal import table_renderer
 
 
@@ -29,15 +29,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--markdown", action="store_const", dest="format", const="markdown",
                    help="same as --format markdown (for a pull-request comment)")
     p.add_argument("-o", "--output", metavar="FILE.md", help="also write the Markdown to FILE.md")
-    p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH",
-                   help=f"results store for run ids (default {DEFAULT_PATH})")
+    add_store_option(p, "results store for run ids")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    sides = [load(ref, args.store) for ref in (args.base, args.new)]
-    for res in sides:
-        for w in res.warnings:
-            print(f"arraybench: warning: {w}", file=sys.stderr)
+    sides = load_all([args.base, args.new], args.store)
     names = tuple(_name(ref, res) for ref, res in zip((args.base, args.new), sides, strict=True))
     cmp = compare(*sides, threshold=args.threshold, names=names)  # type: ignore[arg-type]
     note = headline(*sides)

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import store, terminal
+from arraybench import terminal
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.run import RESULTS_ROOT
+from arraybench.cli.store import add_store_option, load_all
 from arraybench.errors import UsageError
 from arraybench.report import publish
 from arraybench.run_ids import run_id
@@ -21,8 +22,7 @@ def add_parser(sub: Any) -> None:
                                                 "(unique prefixes, latest) in the results store")
     rep.add_argument("--output-dir", help="where the report goes (default: beside the results file; "
                                           f"for a stored run, {RESULTS_ROOT}/RUN_ID)")
-    rep.add_argument("--store", default=str(store.DEFAULT_PATH), metavar="PATH",
-                     help="results store for run ids (default %(default)s)")
+    add_store_option(rep, "results store for run ids")
 
 
 def report_dir(refs: list[str], loaded: list[Any], given: str | None) -> Path:
@@ -38,10 +38,7 @@ def report_dir(refs: list[str], loaded: list[Any], given: str | None) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    loaded = [store.load(ref, args.store) for ref in args.results]
-    for res in loaded:
-        for w in res.warnings:
-            print(f"arraybench: warning: {w}", file=sys.stderr)
+    loaded = load_all(args.results, args.store)
     publish(loaded, report_dir(args.results, loaded, args.output_dir), terminal.table_renderer(sys.stdout))
     return EXIT_OK
 

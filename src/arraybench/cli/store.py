@@ -13,14 +13,13 @@ from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
 from arraybench.report.table import render_markdown, tables
-from arraybench.results import ResultsWriter, atomic_write_text, flat_record, load_results
+from arraybench.results import Results, ResultsWriter, atomic_write_text, flat_record, load_results
 from arraybench.run_ids import run_id
 from arraybench.store import DEFAULT_PATH, Store, load
 
 
 def add_parsers(sub: Any) -> None:
     """`history`, `show`, `export` and `import`."""
-    store_help = f"results store (default {DEFAULT_PATH})"
     hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases")
     add_format_option(hist)
     show = sub.add_parser("show", help="a stored run's tables")
@@ -35,7 +34,20 @@ def add_parsers(sub: Any) -> None:
     imp = sub.add_parser("import", help="add results files to the store")
     imp.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
     for p in (hist, show, exp, imp):
-        p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH", help=store_help)
+        add_store_option(p)
+
+
+def add_store_option(p: argparse.ArgumentParser, what: str = "results store") -> None:
+    p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH", help=f"{what} (default {DEFAULT_PATH})")
+
+
+def load_all(refs: list[str], store: str) -> list[Results]:
+    """Each results file or stored run of `refs`, every one loaded before the warnings are printed."""
+    loaded = [load(ref, store) for ref in refs]
+    for res in loaded:
+        for w in res.warnings:
+            print(f"arraybench: warning: {w}", file=sys.stderr)
+    return loaded
 
 
 def cmd_history(args: argparse.Namespace) -> int:
