@@ -19,10 +19,12 @@ from test_reliability import (
 )
 
 from arraybench import cluster, suites
-from arraybench.cli import EXIT_TERMINATED, build_parser, main, settings_from_args
+from arraybench.cli import build_parser, main
+from arraybench.cli.exits import EXIT_TERMINATED
+from arraybench.cli.run import runner_from_args, settings_from_args
 from arraybench.errors import UsageError
-from arraybench.plan import default_threads
 from arraybench.results import ResultsWriter, load_results
+from arraybench.settings import default_threads
 
 NUMPY_RUN = ["run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager", "--sizes", "2",
              "--threads", "1", *TINY]
@@ -225,19 +227,19 @@ def test_suite_is_the_option_and_preset_its_old_name():
 def test_local_cluster_shares_the_cores_unless_threads_are_given():
     args = build_parser().parse_args(["run", "--workloads", "linreg", "--cluster", "local:2"])
     assert settings_from_args(args).threads == max(1, default_threads() // 2)
-    cluster.runner_from_args(args)  # no refusal: local:2 with the default threads fits this machine
+    runner_from_args(args)  # no refusal: local:2 with the default threads fits this machine
     assert cluster.local_threads(None) is None and cluster.local_threads("tcp://h:8786") is None
     if default_threads() >= 2:
         given = build_parser().parse_args(["run", "--cluster", "local:2", "--threads", str(default_threads())])
         with pytest.raises(UsageError, match="lower --threads or N"):
-            cluster.runner_from_args(given)
+            runner_from_args(given)
 
 
 def test_help_states_the_defaults_a_plain_run_uses():
     run = build_parser()._subparsers._group_actions[0].choices["run"]  # noqa: SLF001
     text = " ".join(run.format_help().split())
-    assert f"{suites.SUITE_TIMER.min_time:g} in a suite" in text
-    assert f"{suites.QUICK_TIMER.min_time:g} with --quick" in text
+    assert f"{suites.SUITE_TIMER.min_time:g} s in a plain run or a suite" in text
+    assert f"{suites.QUICK_TIMER.min_time:g} s with --quick" in text
     assert "benchmark_results/RUN_ID" in text
     assert f"the {default_threads()} usable cores" in text
     assert "default 600" in text and "default float32" in text

@@ -18,18 +18,19 @@ import pytest
 from conftest import TINY, default_sigint, read_jsonl
 
 from arraybench.backends import BACKENDS
-from arraybench.cli import (
+from arraybench.cli import main
+from arraybench.cli.exits import (
     EXIT_FAILED_CASES,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
-    main,
 )
 from arraybench.errors import UsageError
-from arraybench.plan import RunSettings, build_plan
+from arraybench.plan import build_plan
 from arraybench.results import atomic_write_text, load_results
 from arraybench.runner import Runner
+from arraybench.settings import RunSettings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAULTY = str(FIXTURES / "faulty_workload.py")

@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from arraybench.plan import RunSettings, build_plan
+from arraybench.plan import build_plan
+from arraybench.settings import RunSettings
 from arraybench.workloads import WORKLOADS
 
 # Document cases at one size by definition, and retraces whose count of new shapes is bounded by n.

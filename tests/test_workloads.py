@@ -5,7 +5,8 @@ import pytest
 from conftest import read_jsonl
 
 from arraybench.backends import BACKENDS
-from arraybench.plan import RunSettings, build_plan
+from arraybench.plan import build_plan
+from arraybench.settings import RunSettings
 from arraybench.workloads import WORKLOADS
 
 INSTALLED = [name for name, cls in BACKENDS.items() if cls.installed()[0] and name != "cupy"]
@@ -114,7 +115,8 @@ def test_retrace_check_compares_a_shorter_output_with_the_reference_prefix():
 
 
 def _settings(*argv):
-    from arraybench.cli import build_parser, settings_from_args
+    from arraybench.cli import build_parser
+    from arraybench.cli.run import settings_from_args
 
     return settings_from_args(build_parser().parse_args(["run", *argv]))
 

@@ -19,6 +19,7 @@ from arraybench.backends import BACKENDS, Backend, backend_class
 from arraybench.errors import UsageError, require_linux
 from arraybench.results import Results
 from arraybench.run_ids import run_id
+from arraybench.settings import run_settings
 from arraybench.store import DEFAULT_PATH
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
@@ -304,7 +305,9 @@ def run(
 ) -> Results:
     """Measure workloads as `arraybench run` does and return the results (`.to_dataframe()`).
 
-    `processes`: fresh worker processes per case (default 3, as `--processes`).
+    Options mean what `arraybench run`'s do, with the same defaults: both build their settings
+    with `settings.run_settings`. With no workloads it runs the default suite, sampled as a plain
+    `arraybench run` samples it; `processes` is the fresh worker processes per case (default 3).
     `workloads`: built-in names, a `.py` file (all its workloads) or workloads defined in
     one. The results file goes to `output_dir` (a new temporary directory by default, see
     `results.path`), where `arraybench report` and `compare` read it. The run is also added
@@ -312,27 +315,13 @@ def run(
     history` lists notebook runs too and `compare("latest", ...)` finds them.
     """
     from arraybench import session, terminal
-    from arraybench.plan import RunSettings
-    from arraybench.timing import TimerConfig
 
     require_linux()
     names, source = _resolve(workloads)
-    timer = {"min_time": min_time, "max_time": max_time, "min_samples": min_samples, "processes": processes}
-    settings = RunSettings(
-        sizes=[str(s) for s in sizes] if sizes else None,
-        dtype=dtype,
-        devices=list(devices),
-        seed=seed,
-        timeout=timeout,
-        timer=TimerConfig(**{k: v for k, v in timer.items() if v is not None}),
-        workload_file=source,
-        params=dict(params or {}),
-    )
-    settings.workloads = names or settings.workloads
-    settings.backends = list(backends) if backends else settings.backends
-    settings.modes = list(modes) if modes else settings.modes
-    if threads is not None:
-        settings.threads = threads
+    settings = run_settings(workloads=names, backends=backends, modes=modes, sizes=sizes, params=params,
+                            dtype=dtype, threads=threads, devices=devices, seed=seed, timeout=timeout,
+                            min_time=min_time, max_time=max_time, min_samples=min_samples,
+                            processes=processes, workload_file=source)
     out_dir = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="arraybench-"))
     store_path = Path(store) if store is not None else None
     if not progress:

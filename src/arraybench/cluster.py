@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import functools
 import os
 import signal
 import socket
@@ -20,9 +18,9 @@ from typing import Any
 from arraybench.case import Case
 from arraybench.errors import UsageError
 from arraybench.execute import blank_record, one_line
-from arraybench.plan import default_threads, parse_list
 from arraybench.results import ResultsWriter, load_results
-from arraybench.runner import CaseRunner, Runner, merge_processes
+from arraybench.runner import Runner, merge_processes
+from arraybench.settings import default_threads, parse_list
 from arraybench.timing import TimerConfig
 
 # Every case needs one unit of SLOT and every arraybench Dask worker offers one, so a worker
@@ -36,13 +34,6 @@ CHECK_EVERY = 2.0
 WORKER_HINT = "start each with: dask worker ADDRESS --nthreads 1 --resources arraybench=1 (see docs/cluster.md)"
 
 
-def add_run_options(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--cluster", metavar="ADDRESS",
-                     help="run the cases on Dask workers: tcp://HOST:8786, or local:N for N local workers")
-    run.add_argument("--on", metavar="WORKERS",
-                     help="with --cluster: only these Dask workers (names, hosts or addresses, comma-separated)")
-
-
 def local_threads(address: str | None) -> int | None:
     """--threads when none is given with --cluster local:N: the usable cores shared N ways, so the
     N cases running at once never share a core; None for any other cluster (and for none)."""
@@ -50,22 +41,6 @@ def local_threads(address: str | None) -> int | None:
         return None
     target = ClusterTarget.parse(address)
     return max(1, default_threads() // (target.local_workers or 1))
-
-
-def runner_from_args(args: argparse.Namespace) -> Callable[..., CaseRunner]:
-    """Runner for a local run; ClusterRunner, built the same way, for `--cluster`."""
-    if args.on and not args.cluster:
-        raise UsageError("--on needs --cluster")
-    if not args.cluster:
-        return Runner
-    target = ClusterTarget.parse(args.cluster, args.on)
-    # Refuse what cannot run before the results file exists, so the fixed command can reuse it.
-    if not args.resume:
-        target.cpu_slices(args.threads or local_threads(args.cluster) or default_threads())
-    if target.address is not None:
-        with target.client() as client:
-            target.workers(client)
-    return functools.partial(ClusterRunner, target)
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from arraybench import environment, formats
@@ -18,7 +15,6 @@ from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated
 from arraybench.report.table import text_table
 from arraybench.results import FAILED, Results, measured
-from arraybench.store import DEFAULT_PATH, load, run_id
 from arraybench.units import format_seconds
 
 ALPHA = 0.05  # false discovery rate across all cases compared (Benjamini–Hochberg)
@@ -350,33 +346,6 @@ def render(cmp: Comparison, note: str | None, markdown: bool = False,
     return "\n\n".join(blocks) + "\n"
 
 
-def percent(text: str) -> float:
-    """`10%` or `10` -> 0.10."""
-    try:
-        value = float(text.strip().removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 10%") from None
-    if not 0 <= value < 1000:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0% and 1000%")
-    return value / 100
-
-
-def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="compare two runs: ratio, significance and verdict per case")
-    p.add_argument("base", help="run id (or unique prefix, or latest) or results file")
-    p.add_argument("new", help="run id (or unique prefix, or latest) or results file")
-    p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PCT",
-                   help=f"smallest change that counts as faster or slower (default {100 * DEFAULT_THRESHOLD:g}%%)")
-    p.add_argument("--fail-on-slowdown", type=percent, metavar="PCT",
-                   help="exit 1 if a case is significantly slower by more than PCT, or broke")
-    formats.add_option(p)
-    p.add_argument("--markdown", action="store_const", dest="format", const="markdown",
-                   help="same as --format markdown (for a pull-request comment)")
-    p.add_argument("-o", "--output", metavar="FILE.md", help="also write the Markdown to FILE.md")
-    p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH",
-                   help=f"results store for run ids (default {DEFAULT_PATH})")
-
-
 def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
     """One dict per compared case, for --format json and csv."""
     return [{"case": c.label, "row": c.row, "case_id": c.base.get("id"),
@@ -401,40 +370,3 @@ def render_as(cmp: Comparison, note: str | None, fmt: str,
     if fmt == "csv":
         return formats.render_rows(case_rows(cmp), "csv")
     return render(cmp, note, markdown=fmt == "markdown", table=table)
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    sides = [load(ref, args.store) for ref in (args.base, args.new)]
-    for res in sides:
-        for w in res.warnings:
-            print(f"arraybench: warning: {w}", file=sys.stderr)
-    names = tuple(_name(ref, res) for ref, res in zip((args.base, args.new), sides, strict=True))
-    cmp = compare(*sides, threshold=args.threshold, names=names)  # type: ignore[arg-type]
-    note = headline(*sides)
-    from arraybench.terminal import table_renderer  # rich is imported only to print
-
-    print(render_as(cmp, note, args.format, table_renderer(sys.stdout)), end="")
-    if args.output:
-        try:
-            Path(args.output).write_text(render(cmp, note, markdown=True))
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output!r}: {e.strerror}") from None
-    if not cmp.cases:
-        print("arraybench: warning: no case ran in both; nothing was compared", file=sys.stderr)
-    if args.fail_on_slowdown is not None:
-        bad = cmp.regressions(args.fail_on_slowdown)
-        if bad:
-            print(f"\n{len(bad)} case(s) slower by more than {100 * args.fail_on_slowdown:g}% or broken:",
-                  file=sys.stderr)
-            for c in bad:
-                what = f"{c.result.ratio:.3f}× the time" if c.result else c.note
-                print(f"  {c.label} {c.row}: {what}", file=sys.stderr)
-            return 1
-    return 0
-
-
-def _name(ref: str, res: Results) -> str:
-    return f"{ref} (run {run_id(res.header)})" if Path(ref).exists() else f"run {run_id(res.header)}"
-
-
-COMMANDS = {"compare": cmd_compare}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -12,11 +11,6 @@ from arraybench.report.table import text_table
 from arraybench.results import finite
 
 FORMATS = ("text", "markdown", "json", "csv")
-
-
-def add_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=FORMATS, default="text",
-                   help="text for people (default), markdown, json or csv for tools")
 
 
 def json_text(obj: Any) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
 import sqlite3
 import sys
@@ -13,15 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arraybench import environment, exports, formats
+from arraybench import environment
 from arraybench.errors import UsageError
 from arraybench.results import (
     FAILED,
     Results,
-    ResultsWriter,
-    atomic_write_text,
     finite,
-    flat_record,
     load_results,
 )
 from arraybench.run_ids import run_id
@@ -261,122 +256,3 @@ def load(ref: str | Path, store: str | Path | None = None) -> Results:
         raise UsageError(f"{str(ref)!r} is neither a results file nor a stored run (no results store at {str(path)!r})")
     with Store(path) as st:
         return st.load(str(ref))
-
-
-def store_path(args: argparse.Namespace) -> Path | None:
-    """The store `arraybench run` writes into, or None under --no-store."""
-    return None if args.no_store else Path(args.store or DEFAULT_PATH)
-
-
-def add_run_options(run: argparse.ArgumentParser) -> None:
-    group = run.add_mutually_exclusive_group()
-    group.add_argument("--store", metavar="PATH", help=f"results store to add this run to (default {DEFAULT_PATH})")
-    group.add_argument("--no-store", action="store_true", help="do not add this run to a results store")
-
-
-def add_parsers(sub: Any) -> None:
-    """`history`, `show`, `export` and `import`."""
-    store_help = f"results store (default {DEFAULT_PATH})"
-    hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases")
-    formats.add_option(hist)
-    show = sub.add_parser("show", help="a stored run's tables")
-    show.add_argument("run", help="run id (or a unique prefix, or latest)")
-    formats.add_option(show)
-    exp = sub.add_parser("export", help="write a run as a results file, or for a benchmarking dashboard")
-    exp.add_argument("run", help="run id (or a unique prefix, or latest), or a results file")
-    exp.add_argument("-o", "--output", required=True, metavar="FILE")
-    exp.add_argument("--format", choices=exports.FORMATS, default="jsonl",
-                     help="jsonl: a results file (default); pytest-benchmark: its JSON, for tools that "
-                          "read it; bmf: the Bencher Metric Format (latency in ns)")
-    imp = sub.add_parser("import", help="add results files to the store")
-    imp.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
-    for p in (hist, show, exp, imp):
-        p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH", help=store_help)
-
-
-def cmd_history(args: argparse.Namespace) -> int:
-    from arraybench import terminal
-
-    with Store(args.store, create=False) as st:
-        runs = st.runs()
-    if not runs:
-        print(f"no runs in {args.store}")
-        return 0
-    if args.format != "text":
-        print(formats.render_rows([dataclasses.asdict(r) for r in runs], args.format), end="")
-        return 0
-    header = ["run", "started", "machine", "backends", "cases"]
-    rows = [[r.id, r.started, r.machine, ",".join(r.backends),
-             f"{r.cases}" + (f" ({r.failed} failed)" if r.failed else "")] for r in runs]
-    terminal.print_table(header, rows)
-    return 0
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from arraybench import terminal
-    from arraybench.report.table import render_markdown, tables
-
-    with Store(args.store, create=False) as st:
-        res = st.load(args.run)
-    records = list(res.latest().values())
-    if args.format == "json":
-        print(formats.json_text({"header": res.header, "records": records}), end="")
-        return 0
-    if args.format == "csv":
-        print(formats.render_rows([flat_record(r) for r in records], "csv"), end="")
-        return 0
-    s = res.settings
-    lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  arraybench {res.header.get('arraybench_version')}",
-             f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}"]
-    if args.format == "markdown":
-        print("\n".join([f"## {lines[0]}", "", lines[1]]) + "\n")
-        print(render_markdown(records) if records else "no cases recorded")
-        return 0
-    print("\n".join(lines) + "\n")
-    if not records:
-        print("no cases recorded")
-    for i, (title, header, rows, notes) in enumerate(tables(records)):
-        print("" if i == 0 else "\n", end="")
-        terminal.print_table(header, rows, title)
-        for note in notes:
-            print(f"  {note}")
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    out = Path(args.output)
-    if out.exists():
-        raise UsageError(f"{str(out)!r} already exists; choose another -o")
-    res = load(args.run, args.store)
-    if args.format != "jsonl":
-        data = exports.pytest_benchmark(res) if args.format == "pytest-benchmark" else exports.bmf(res)
-        try:
-            atomic_write_text(out, formats.json_text(data))
-        except OSError as e:
-            raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
-        print(f"run {run_id(res.header)}: {len(exports.correct_records(res))} correct cases -> {out} "
-              f"({args.format})", file=sys.stderr)
-        return 0
-    try:
-        writer = ResultsWriter(out, res.header)
-    except OSError as e:
-        raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
-    for rec in res.records:
-        writer.append(rec)
-    writer.close()
-    print(f"run {run_id(res.header)}: {len(res.records)} cases -> {out}", file=sys.stderr)
-    return 0
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    loaded = [load_results(p) for p in args.results]  # every file valid before any is stored
-    with Store(args.store) as st:
-        for res in loaded:
-            for w in res.warnings:
-                print(f"arraybench: warning: {w}", file=sys.stderr)
-            rid, added = st.add_results(res)
-            print(f"{res.path}: run {rid}, {added} of {len(res.records)} cases added")
-    return 0
-
-
-COMMANDS = {"history": cmd_history, "show": cmd_show, "export": cmd_export, "import": cmd_import}

@@ -3,16 +3,15 @@
 A suite is recorded in the results header as `RunSettings.suite`, so `--resume` rebuilds the
 same plan. `--backends`, `--modes`, `--threads`, `--devices` and `--params` still apply; the
 suite chooses workloads and sizes, and `seeds` the documents' dtypes (`quick` keeps --dtype).
+A suite's sampling (QUICK_TIMER, SUITE_TIMER) is applied where settings are made (settings.sampling).
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench.errors import UsageError, unknown
+from arraybench.errors import unknown
 from arraybench.timing import TimerConfig
 from arraybench.workloads import WORKLOADS
 
@@ -84,28 +83,3 @@ def suite_parts(suite: str, dtype: str) -> tuple[Part, ...]:
         raise unknown("suite", suite, SUITES)
     return SUITES[suite](dtype)
 
-
-def add_arguments(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--quick", action="store_true",
-                     help="every workload's small preset with short sampling (a smoke test of the machine)")
-    run.add_argument("--suite", "--preset", dest="suite", choices=sorted(SUITES), metavar="SUITE",
-                     help="a named suite: 'seeds' is every configuration of the four source documents, "
-                          "'quick' the same as --quick (--preset is the old name)")
-
-
-def chosen_suite(args: argparse.Namespace, timer: TimerConfig) -> tuple[str | None, TimerConfig]:
-    """The suite the command line asks for and its sampling, keeping what the user set in `timer`.
-
-    No --workloads and no suite is the default suite (None): every workload at its default
-    presets, sampled with SUITE_TIMER.
-    """
-    if args.quick and args.suite not in (None, "quick"):
-        raise UsageError(f"--quick and --suite {args.suite} are two suites; choose one")
-    suite = "quick" if args.quick else args.suite
-    if suite is not None and (args.workloads or args.sizes):
-        raise UsageError(f"the {suite} suite chooses workloads and sizes; leave out --workloads and --sizes")
-    if suite is None and (args.workloads or args.workload_file):
-        return None, timer
-    base = QUICK_TIMER if suite == "quick" else SUITE_TIMER
-    mine = {k: v for k, v in vars(timer).items() if v != getattr(TimerConfig(), k)}
-    return suite, dataclasses.replace(base, **mine)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -28,11 +27,11 @@ def format_size(size: int) -> str:
 
 
 def memory_size(text: str) -> int:
-    """`2G`, `512M`, `1.5GiB` or a byte count -> bytes (binary units); argparse type for --memory-limit."""
+    """`2G`, `512M`, `1.5GiB` or a byte count -> bytes (binary units); a ValueError says what is wrong."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
     if not m:
-        raise argparse.ArgumentTypeError(f"bad size {text!r}: expected e.g. 2G, 512M or a byte count")
+        raise ValueError(f"bad size {text!r}: expected e.g. 2G, 512M or a byte count")
     size = int(float(m[1]) * _UNITS[m[2].lower()])
     if size < 2**20:
-        raise argparse.ArgumentTypeError(f"{text!r} is below 1M, too little for any framework to start")
+        raise ValueError(f"{text!r} is below 1M, too little for any framework to start")
     return size

@@ -1,0 +1,64 @@
+"""`arraybench compare`: two runs side by side, a verdict per case, and an exit code for CI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from arraybench.cli.exits import EXIT_FAILED_CASES, EXIT_OK
+from arraybench.cli.options import add_format_option, percent
+from arraybench.cli.store import add_store_option, load_all
+from arraybench.comparison import DEFAULT_THRESHOLD, compare, headline, render, render_as
+from arraybench.errors import UsageError
+from arraybench.results import Results
+from arraybench.run_ids import run_id
+from arraybench.terminal import table_renderer
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("compare", help="compare two runs: ratio, significance and verdict per case")
+    p.add_argument("base", help="run id (or unique prefix, or latest) or results file")
+    p.add_argument("new", help="run id (or unique prefix, or latest) or results file")
+    p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PCT",
+                   help=f"smallest change that counts as faster or slower (default {100 * DEFAULT_THRESHOLD:g}%%)")
+    p.add_argument("--fail-on-slowdown", type=percent, metavar="PCT",
+                   help="exit 1 if a case is significantly slower by more than PCT, or broke")
+    add_format_option(p)
+    p.add_argument("--markdown", action="store_const", dest="format", const="markdown",
+                   help="same as --format markdown (for a pull-request comment)")
+    p.add_argument("-o", "--output", metavar="FILE.md", help="also write the Markdown to FILE.md")
+    add_store_option(p, "results store for run ids")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    sides = load_all([args.base, args.new], args.store)
+    names = tuple(_name(ref, res) for ref, res in zip((args.base, args.new), sides, strict=True))
+    cmp = compare(*sides, threshold=args.threshold, names=names)  # type: ignore[arg-type]
+    note = headline(*sides)
+    print(render_as(cmp, note, args.format, table_renderer(sys.stdout)), end="")
+    if args.output:
+        try:
+            Path(args.output).write_text(render(cmp, note, markdown=True))
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output!r}: {e.strerror}") from None
+    if not cmp.cases:
+        print("arraybench: warning: no case ran in both; nothing was compared", file=sys.stderr)
+    if args.fail_on_slowdown is not None:
+        bad = cmp.regressions(args.fail_on_slowdown)
+        if bad:
+            print(f"\n{len(bad)} case(s) slower by more than {100 * args.fail_on_slowdown:g}% or broken:",
+                  file=sys.stderr)
+            for c in bad:
+                what = f"{c.result.ratio:.3f}× the time" if c.result else c.note
+                print(f"  {c.label} {c.row}: {what}", file=sys.stderr)
+            return EXIT_FAILED_CASES
+    return EXIT_OK
+
+
+def _name(ref: str, res: Results) -> str:
+    return f"{ref} (run {run_id(res.header)})" if Path(ref).exists() else f"run {run_id(res.header)}"
+
+
+COMMANDS = {"compare": cmd_compare}

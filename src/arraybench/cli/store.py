@@ -1,0 +1,134 @@
+"""`arraybench history`, `show`, `export` and `import`: the results store from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+from arraybench import environment, exports, formats, terminal
+from arraybench.cli.exits import EXIT_OK
+from arraybench.cli.options import add_format_option
+from arraybench.errors import UsageError
+from arraybench.report.table import render_markdown, tables
+from arraybench.results import Results, ResultsWriter, atomic_write_text, flat_record, load_results
+from arraybench.run_ids import run_id
+from arraybench.store import DEFAULT_PATH, Store, load
+
+
+def add_parsers(sub: Any) -> None:
+    """`history`, `show`, `export` and `import`."""
+    hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases")
+    add_format_option(hist)
+    show = sub.add_parser("show", help="a stored run's tables")
+    show.add_argument("run", help="run id (or a unique prefix, or latest)")
+    add_format_option(show)
+    exp = sub.add_parser("export", help="write a run as a results file, or for a benchmarking dashboard")
+    exp.add_argument("run", help="run id (or a unique prefix, or latest), or a results file")
+    exp.add_argument("-o", "--output", required=True, metavar="FILE")
+    exp.add_argument("--format", choices=exports.FORMATS, default="jsonl",
+                     help="jsonl: a results file (default); pytest-benchmark: its JSON, for tools that "
+                          "read it; bmf: the Bencher Metric Format (latency in ns)")
+    imp = sub.add_parser("import", help="add results files to the store")
+    imp.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
+    for p in (hist, show, exp, imp):
+        add_store_option(p)
+
+
+def add_store_option(p: argparse.ArgumentParser, what: str = "results store") -> None:
+    p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH", help=f"{what} (default {DEFAULT_PATH})")
+
+
+def load_all(refs: list[str], store: str) -> list[Results]:
+    """Each results file or stored run of `refs`, every one loaded before the warnings are printed."""
+    loaded = [load(ref, store) for ref in refs]
+    for res in loaded:
+        for w in res.warnings:
+            print(f"arraybench: warning: {w}", file=sys.stderr)
+    return loaded
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    with Store(args.store, create=False) as st:
+        runs = st.runs()
+    if not runs:
+        print(f"no runs in {args.store}")
+        return EXIT_OK
+    if args.format != "text":
+        print(formats.render_rows([dataclasses.asdict(r) for r in runs], args.format), end="")
+        return EXIT_OK
+    header = ["run", "started", "machine", "backends", "cases"]
+    rows = [[r.id, r.started, r.machine, ",".join(r.backends),
+             f"{r.cases}" + (f" ({r.failed} failed)" if r.failed else "")] for r in runs]
+    terminal.print_table(header, rows)
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with Store(args.store, create=False) as st:
+        res = st.load(args.run)
+    records = list(res.latest().values())
+    if args.format == "json":
+        print(formats.json_text({"header": res.header, "records": records}), end="")
+        return EXIT_OK
+    if args.format == "csv":
+        print(formats.render_rows([flat_record(r) for r in records], "csv"), end="")
+        return EXIT_OK
+    s = res.settings
+    lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  "
+             f"arraybench {res.header.get('arraybench_version')}",
+             f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}"]
+    if args.format == "markdown":
+        print("\n".join([f"## {lines[0]}", "", lines[1]]) + "\n")
+        print(render_markdown(records) if records else "no cases recorded")
+        return EXIT_OK
+    print("\n".join(lines) + "\n")
+    if not records:
+        print("no cases recorded")
+    for i, (title, header, rows, notes) in enumerate(tables(records)):
+        print("" if i == 0 else "\n", end="")
+        terminal.print_table(header, rows, title)
+        for note in notes:
+            print(f"  {note}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    if out.exists():
+        raise UsageError(f"{str(out)!r} already exists; choose another -o")
+    res = load(args.run, args.store)
+    if args.format != "jsonl":
+        data = exports.pytest_benchmark(res) if args.format == "pytest-benchmark" else exports.bmf(res)
+        try:
+            atomic_write_text(out, formats.json_text(data))
+        except OSError as e:
+            raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
+        print(f"run {run_id(res.header)}: {len(exports.correct_records(res))} correct cases -> {out} "
+              f"({args.format})", file=sys.stderr)
+        return EXIT_OK
+    try:
+        writer = ResultsWriter(out, res.header)
+    except OSError as e:
+        raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
+    for rec in res.records:
+        writer.append(rec)
+    writer.close()
+    print(f"run {run_id(res.header)}: {len(res.records)} cases -> {out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    loaded = [load_results(p) for p in args.results]  # every file valid before any is stored
+    with Store(args.store) as st:
+        for res in loaded:
+            for w in res.warnings:
+                print(f"arraybench: warning: {w}", file=sys.stderr)
+            rid, added = st.add_results(res)
+            print(f"{res.path}: run {rid}, {added} of {len(res.records)} cases added")
+    return EXIT_OK
+
+
+COMMANDS = {"history": cmd_history, "show": cmd_show, "export": cmd_export, "import": cmd_import}

@@ -1,0 +1,166 @@
+"""Settings: what a run measures, built in one place from the values the CLI or the Python API was given."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arraybench.backends import BACKENDS, backend_class
+from arraybench.case import DTYPES, MODES
+from arraybench.errors import UsageError, unknown
+from arraybench.suites import QUICK_TIMER, SUITE_TIMER
+from arraybench.timing import TimerConfig
+from arraybench.userfile import load_workload_file
+from arraybench.workloads import WORKLOADS
+
+# The default suite: every built-in workload at its default presets (small and large).
+DEFAULT_WORKLOADS = tuple(WORKLOADS)
+
+
+def default_threads() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def parse_list(text: str | None) -> list[str] | None:
+    """`a, b,` -> ["a", "b"]; None for no text or no items, so the default applies."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    return items or None
+
+
+def parse_params(text: str | None) -> dict[str, Any]:
+    """`n=1000,lr=0.01` -> {"n": 1000, "lr": 0.01}: numbers where they parse, else strings."""
+    out: dict[str, Any] = {}
+    for item in parse_list(text) or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"bad --params item {item!r}: expected NAME=VALUE")
+        value: Any = raw
+        for conv in (int, float):
+            try:
+                value = conv(raw)
+                break
+            except ValueError:
+                continue
+        if isinstance(value, int | float) and value <= 0:
+            raise UsageError(f"bad --params item {item!r}: values must be positive")
+        out[key.strip()] = value
+    return out
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that decides what a run measures; stored in the results header for --resume."""
+
+    workloads: list[str] = field(default_factory=lambda: list(DEFAULT_WORKLOADS))
+    backends: list[str] = field(default_factory=lambda: list(BACKENDS))
+    modes: list[str] = field(default_factory=lambda: list(MODES))
+    sizes: list[str] | None = None
+    dtype: str = "float32"
+    threads: int = field(default_factory=default_threads)
+    devices: list[str] = field(default_factory=lambda: ["cpu"])
+    seed: int = 0
+    timeout: float = 600.0
+    timer: TimerConfig = field(default_factory=TimerConfig)
+    workload_file: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    memory_limit: int | None = None  # bytes of writable memory per worker (limits.apply_memory_limit)
+    suite: str | None = None  # a named suite (arraybench.suites) chooses workloads, sizes, dtypes
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSettings:
+        d = dict(d)
+        d["timer"] = TimerConfig(**d.get("timer", {}))
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def validate(self) -> None:
+        for b in self.backends:
+            backend_class(b)
+        for m in self.modes:
+            if m not in MODES:
+                raise unknown("mode", m, MODES)
+        if self.dtype not in DTYPES:
+            raise unknown("dtype", self.dtype, DTYPES)
+        if self.threads < 1:
+            raise UsageError(f"--threads must be at least 1, not {self.threads}")
+        for d in self.devices:
+            if d not in ("cpu", "gpu"):
+                raise unknown("device", d, ("cpu", "gpu"))
+        if self.timeout <= 0:
+            raise UsageError(f"--timeout must be positive, not {self.timeout}")
+
+
+def sampling(suite: str | None, default_suite: bool, given: dict[str, Any]) -> TimerConfig:
+    """How a run samples: its suite's timer (the default suite's without --workloads), then what was given.
+
+    A suite holds hundreds of cases, so it samples for less time than a run of chosen workloads;
+    a value the user gave always wins, whichever timer it lands on.
+    """
+    if suite == "quick":
+        base = QUICK_TIMER
+    elif suite is not None or default_suite:
+        base = SUITE_TIMER
+    else:
+        base = TimerConfig()
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if v is not None})
+
+
+def run_settings(
+    *,
+    workloads: Sequence[str] | None = None,
+    backends: Sequence[str] | None = None,
+    modes: Sequence[str] | None = None,
+    sizes: Sequence[str | int] | None = None,
+    params: dict[str, Any] | None = None,
+    dtype: str = "float32",
+    threads: int | None = None,
+    devices: Sequence[str] | None = None,
+    seed: int = 0,
+    timeout: float = 600.0,
+    min_time: float | None = None,
+    max_time: float | None = None,
+    min_samples: int | None = None,
+    processes: int | None = None,
+    workload_file: str | os.PathLike[str] | None = None,
+    memory_limit: int | None = None,
+    suite: str | None = None,
+) -> RunSettings:
+    """The settings of a run, from plain values: `arraybench run` and `arraybench.run()` both call this.
+
+    None (or empty) means "not given": workloads default to the file's (with `workload_file`) or
+    else to the default suite, backends and modes to all, devices to the CPU, threads to the
+    usable cores. Sampling is the suite's (`sampling`) with the given values over it.
+    """
+    source = str(Path(workload_file).resolve()) if workload_file else None
+    names = list(workloads or [])
+    if source and not names:
+        names = list(load_workload_file(source))
+    if suite is not None and (workloads or sizes):
+        raise UsageError(f"the {suite} suite chooses workloads and sizes; leave out --workloads and --sizes")
+    given = {"min_time": min_time, "max_time": max_time, "min_samples": min_samples, "processes": processes}
+    defaults = RunSettings()
+    return RunSettings(
+        workloads=names or defaults.workloads,
+        backends=list(backends or defaults.backends),
+        modes=list(modes or defaults.modes),
+        sizes=[str(s) for s in sizes] if sizes else None,
+        dtype=dtype,
+        threads=threads if threads is not None else defaults.threads,
+        devices=list(devices or defaults.devices),
+        seed=seed,
+        timeout=timeout,
+        timer=sampling(suite, default_suite=not (workloads or source), given=given),
+        workload_file=source,
+        params=dict(params or {}),
+        memory_limit=memory_limit,
+        suite=suite,
+    )

@@ -1,0 +1,31 @@
+"""The README and docs say what the code does: the tests they name exist, the sampling they state is the code's."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from arraybench.settings import sampling
+
+ROOT = Path(__file__).parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+TEST_SOURCES = "\n".join(p.read_text() for p in (ROOT / "tests").glob("*.py"))
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_test_file_and_test_a_doc_names_exists(doc):
+    text = doc.read_text()
+    for path in re.findall(r"\btests/[\w/]+\.\w+", text):
+        assert (ROOT / path).exists(), f"{doc.name} names {path}, which does not exist"
+    for name in set(re.findall(r"`(test_\w+)`", text)):
+        assert f"def {name}(" in TEST_SOURCES, f"{doc.name} names {name}, which no test file defines"
+
+
+def test_the_readme_states_the_sampling_each_kind_of_run_uses():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    plain, quick, chosen = sampling(None, True, {}), sampling("quick", False, {}), sampling(None, False, {})
+    span = "{0.min_time:g}–{0.max_time:g} s".format
+    assert f"a plain run or a suite {span(plain)}, `--quick` {span(quick)}" in readme
+    assert f"`--workload-file` {span(chosen)}" in readme
+    assert f"({chosen.min_time:g}–{chosen.max_time:g} s a process; the default suite {span(plain)})" in readme
+    assert f"each case in {plain.processes} fresh worker processes" in readme
