@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], di
         # Affinity is per thread on Linux and a worker process inherits its starter's: this
         # keeps the cases of several local Dask workers on disjoint cores.
         os.sched_setaffinity(0, plugin.cpus)
+    t0 = time.monotonic()
     record = plugin.pool.run_one(Case.from_dict(case))
+    record["wall_s"] = time.monotonic() - t0  # as a local run records it: what measuring the case cost
     record["machine"], record["worker"] = plugin.machine, plugin.worker_name
     return record, plugin.machine_environment()
