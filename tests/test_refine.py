@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from arraybench import bracket, refine
 from arraybench.case import Case
+from arraybench.execute import blank_record
+from arraybench.results import SCHEMA, ResultsWriter, load_results
+from arraybench.session import refine_crossovers
 
 
 def case(backend: str, n: int, mode: str = "eager") -> Case:
@@ -75,3 +78,39 @@ def test_failed_or_untimed_records_are_not_points():
 def test_a_workload_without_an_integer_size_is_not_refined():
     plan = [Case("elementwise_add", (("n", "big"),), b, "eager", "float32", 2) for b in ("numpy", "torch")]
     assert refine.proposals(plan, [], []) == []
+
+
+class FakeRunner:
+    """Writes each case's record as the timings above would measure it."""
+
+    def __init__(self, writer: ResultsWriter) -> None:
+        self.writer, self.calls = writer, []
+
+    def run(self, cases: list[Case]) -> list[dict]:
+        self.calls.append(cases)
+        for c, r in zip(cases, measure(cases), strict=True):
+            self.writer.append({**blank_record(c, "ok"), **r, "iqr_s": 0.0})
+        return []
+
+
+def test_the_session_runs_rounds_until_bracketed_and_a_resumed_run_does_not_repeat_them(tmp_path):
+    plan = [case(b, n) for b in ("numpy", "torch", "jax") for n in (1_000, 1_000_000)]
+    writer = ResultsWriter(tmp_path / "results.jsonl", {"schema": SCHEMA})
+    runner = FakeRunner(writer)
+    runner.run(plan)
+    refine_crossovers(runner, plan, writer.path, None, rounds=4)
+    assert [len(c) for c in runner.calls] == [6, 8, 2]  # the plan, a grid of 4 sizes × 2, one bisection
+    again = FakeRunner(writer)
+    refine_crossovers(again, plan, writer.path, None, rounds=4)
+    assert again.calls == []
+    writer.close()
+    assert len(load_results(tmp_path).records) == 16
+
+
+def test_rounds_zero_measures_nothing_more(tmp_path):
+    plan = [case(b, n) for b in ("numpy", "torch") for n in (1_000, 1_000_000)]
+    writer = ResultsWriter(tmp_path / "results.jsonl", {"schema": SCHEMA})
+    runner = FakeRunner(writer)
+    runner.run(plan)
+    refine_crossovers(runner, plan, writer.path, None, rounds=0)
+    assert len(runner.calls) == 1

@@ -299,6 +299,7 @@ def run(
     max_time: float | None = None,
     min_samples: int | None = None,
     processes: int | None = None,
+    refine: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     store: str | os.PathLike[str] | None = DEFAULT_PATH,
@@ -307,7 +308,8 @@ def run(
 
     Options mean what `arraybench run`'s do, with the same defaults: both build their settings
     with `settings.run_settings`. With no workloads it runs the default suite, sampled as a plain
-    `arraybench run` samples it; `processes` is the fresh worker processes per case (default 3).
+    `arraybench run` samples it; `processes` is the fresh worker processes per case (default 3);
+    `refine` the rounds of measuring more sizes where the fastest backend·mode changes (default 4).
     `workloads`: built-in names, a `.py` file (all its workloads) or workloads defined in
     one. The results file goes to `output_dir` (a new temporary directory by default, see
     `results.path`), where `arraybench report` and `compare` read it. The run is also added
@@ -321,7 +323,7 @@ def run(
     settings = run_settings(workloads=names, backends=backends, modes=modes, sizes=sizes, params=params,
                             dtype=dtype, threads=threads, devices=devices, seed=seed, timeout=timeout,
                             min_time=min_time, max_time=max_time, min_samples=min_samples,
-                            processes=processes, workload_file=source)
+                            processes=processes, workload_file=source, refine=refine)
     out_dir = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="arraybench-"))
     store_path = Path(store) if store is not None else None
     if not progress:

@@ -59,7 +59,6 @@ def execute(
     store: Path | None = None,
     make_runner: Callable[..., CaseRunner] = Runner,
     run_id: str | None = None,
-    refine_rounds: int = refine.ROUNDS,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
@@ -68,7 +67,7 @@ def execute(
     already on disk. With `store`, each record is also added to that results store as it lands.
     `make_runner` is called like Runner: cluster.ClusterRunner runs the cases on Dask workers.
     `run_id` names a new run (the CLI names its output directory after it).
-    After the plan, up to `refine_rounds` rounds measure more sizes where the fastest
+    After the plan, up to `settings.refine` rounds measure more sizes where the fastest
     backend·mode changes between planned sizes (refine.py), until each such crossover is bracketed.
     """
     done: set[str] = set()
@@ -95,7 +94,7 @@ def execute(
                          on_record=on_record, memory_limit=settings.memory_limit, **extra)
     try:
         runner.run(todo)
-        refine_crossovers(runner, plan, writer.path, progress, refine_rounds)
+        refine_crossovers(runner, plan, writer.path, progress, settings.refine)
     finally:
         writer.close()
     return load_results(out_dir)

@@ -12,6 +12,7 @@ from typing import Any
 from arraybench.backends import BACKENDS, backend_class
 from arraybench.case import DTYPES, MODES
 from arraybench.errors import UsageError, unknown
+from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.suites import QUICK_TIMER, SUITE_TIMER
 from arraybench.timing import TimerConfig
 from arraybench.userfile import load_workload_file
@@ -71,6 +72,8 @@ class RunSettings:
     params: dict[str, Any] = field(default_factory=dict)
     memory_limit: int | None = None  # bytes of writable memory per worker (limits.apply_memory_limit)
     suite: str | None = None  # a named suite (arraybench.suites) chooses workloads, sizes, dtypes
+    # Rounds of measuring more sizes where the fastest backend·mode changes (refine.py); 0: none.
+    refine: int = REFINE_ROUNDS
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +100,8 @@ class RunSettings:
                 raise unknown("device", d, ("cpu", "gpu"))
         if self.timeout <= 0:
             raise UsageError(f"--timeout must be positive, not {self.timeout}")
+        if self.refine < 0:
+            raise UsageError(f"--refine must be 0 or more rounds, not {self.refine}")
 
 
 def sampling(suite: str | None, default_suite: bool, given: dict[str, Any]) -> TimerConfig:
@@ -133,6 +138,7 @@ def run_settings(
     workload_file: str | os.PathLike[str] | None = None,
     memory_limit: int | None = None,
     suite: str | None = None,
+    refine: int | None = None,
 ) -> RunSettings:
     """The settings of a run, from plain values: `arraybench run` and `arraybench.run()` both call this.
 
@@ -163,4 +169,5 @@ def run_settings(
         params=dict(params or {}),
         memory_limit=memory_limit,
         suite=suite,
+        refine=defaults.refine if refine is None else refine,
     )

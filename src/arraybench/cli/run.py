@@ -23,6 +23,7 @@ from arraybench.cli.exits import (
 from arraybench.cli.options import Parser, memory_size, positive_float, positive_int
 from arraybench.cluster import ClusterRunner, ClusterTarget, local_threads
 from arraybench.errors import UsageError
+from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.report import publish
 from arraybench.results import FAILED, load_results
 from arraybench.run_ids import new_run_id, run_id
@@ -78,6 +79,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                                                               f"({sampling_default('min_samples')})")
     run.add_argument("--processes", type=positive_int, help="fresh worker processes each case is measured in "
                                                             f"({sampling_default('processes')})")
+    run.add_argument("--refine", type=int, metavar="ROUNDS",
+                     help="rounds of measuring more sizes where the fastest backend·mode changes between "
+                          f"planned sizes, until each such crossover is bracketed ≤2× (default {REFINE_ROUNDS}; "
+                          "0: none)")
     run.add_argument("--output-dir", help=f"where results and report go (default: {RESULTS_ROOT}/RUN_ID, "
                                           f"and {RESULTS_ROOT}/{LATEST} points at it)")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR (or a run id in "
@@ -128,6 +133,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         workload_file=args.workload_file,
         memory_limit=args.memory_limit,
         suite="quick" if args.quick else args.suite,
+        refine=args.refine,
     )
 
 
