@@ -9,13 +9,14 @@ from arraybench.measurement import fault_dominated
 
 DISPATCH, MEMORY, COMPUTE, PAGE_FAULTS, TRANSFER = "dispatch", "memory", "compute", "page-faults", "transfer"
 
-# Within this factor of the backend·mode's cheapest call in the run, the call costs more than the work.
+# Within this factor of the backend·mode's empty call, the call costs more than the work.
 DISPATCH_FACTOR = 2.0
 # Along a sweep, t = c + k·w (a fixed cost c per call, k per unit of work w). If a call with at
 # least 4× the work takes at most 2.5× as long, (c + 4kw) ≤ 2.5 (c + kw) gives c ≥ kw: the fixed
 # cost is at least half of this call's time.
 MORE_WORK, AT_MOST_SLOWER = 4.0, 2.5
-# A cheapest call slower than this was not a near-empty call: that backend·mode gets no dispatch floor.
+# Without a measured empty call, the cheapest call in the run stands in for it, unless it is
+# slower than this (then it was no near-empty call): that backend·mode gets no dispatch floor.
 DISPATCH_FLOOR_MAX_S = 1e-4
 # A case with no FLOP count that streams at least this share of the memory roof is memory-bound.
 STREAMING_SHARE = 0.5
@@ -25,7 +26,8 @@ TRANSFER_WORKLOADS = frozenset({"transfer_to_device", "transfer_to_host", "trans
 
 MEANING = {
     DISPATCH: "per-call overhead (Python, framework dispatch, kernel launch) outweighs the work: measured as a "
-              "time within 2× of the backend·mode's cheapest call, or one that hardly grows with 4× the work",
+              "time within 2× of the backend·mode's empty call (x + x on one element, measured by its "
+              "worker), or one that hardly grows with 4× the work",
     MEMORY: "moving bytes limits it: its arithmetic intensity (FLOPs per byte) is left of the roofline's ridge",
     COMPUTE: "arithmetic limits it: right of the ridge, under the compute roof (or, without FLOPs, it streams "
              "under half the memory roof)",
@@ -70,13 +72,20 @@ def no_rate_reason(r: dict[str, Any], peaks: dict[str, Any]) -> str:
 
 
 def dispatch_floors(records: Iterable[dict[str, Any]], label: Any) -> dict[tuple, float]:
-    """Per (machine, label): the cheapest correct call in the run, the closest thing to an empty call."""
-    floors: dict[tuple, float] = {}
+    """Per (machine, label): the backend·mode's empty call, as its worker measured it (floors.py,
+    `backend_info.empty_call_s`). Results without that measurement fall back on the cheapest
+    correct call in the run, the closest thing to an empty call they hold."""
+    measured: dict[tuple, float] = {}
+    cheapest: dict[tuple, float] = {}
     for r in records:
+        key = (r["machine"], label(r))
+        empty = ((r.get("backend_info") or {}).get("empty_call_s") or {}).get(r.get("mode"))
+        if empty:
+            measured[key] = min(measured.get(key, empty), empty)
         if r["status"] == "ok" and r.get("median_s"):
-            key = (r["machine"], label(r))
-            floors[key] = min(floors.get(key, r["median_s"]), r["median_s"])
-    return {k: v for k, v in floors.items() if v <= DISPATCH_FLOOR_MAX_S}
+            cheapest[key] = min(cheapest.get(key, r["median_s"]), r["median_s"])
+    proxies = {k: v for k, v in cheapest.items() if v <= DISPATCH_FLOOR_MAX_S and k not in measured}
+    return {**proxies, **measured}
 
 
 def work(r: dict[str, Any]) -> float | None:
