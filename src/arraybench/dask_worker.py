@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,5 @@ def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], di
         # Affinity is per thread on Linux and a worker process inherits its starter's: this
         # keeps the cases of several local Dask workers on disjoint cores.
         os.sched_setaffinity(0, plugin.cpus)
-    record = plugin.pool.run_one(Case.from_dict(case))
-    record["machine"], record["worker"] = plugin.machine, plugin.worker_name
-    return record, plugin.machine_environment()
+    record = replace(plugin.pool.run_one(Case.from_dict(case)), machine=plugin.machine, worker=plugin.worker_name)
+    return record.to_json(), plugin.machine_environment()

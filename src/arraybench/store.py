@@ -15,6 +15,7 @@ from typing import Any
 
 from arraybench import environment, exports, formats
 from arraybench.errors import UsageError
+from arraybench.record import CaseRecord
 from arraybench.results import (
     FAILED,
     Results,
@@ -23,7 +24,9 @@ from arraybench.results import (
     finite,
     flat_record,
     load_results,
+    upgrade,
 )
+from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.run_ids import run_id
 
 DEFAULT_PATH = Path(".arraybench") / "results.db"
@@ -154,16 +157,15 @@ class Store:
             )
         return rid
 
-    def add_record(self, rid: str, record: dict[str, Any]) -> None:
+    def add_record(self, rid: str, record: CaseRecord) -> None:
         with self._transaction() as db:
             self._insert(db, rid, record)
 
     @staticmethod
-    def _insert(db: sqlite3.Connection, rid: str, record: dict[str, Any]) -> None:
-        rec = {k: v for k, v in record.items() if k != "type"}
+    def _insert(db: sqlite3.Connection, rid: str, record: CaseRecord) -> None:
         db.execute(
             "INSERT INTO cases (run_id, case_id, record, backend, mode, status) VALUES (?, ?, ?, ?, ?, ?)",
-            (rid, rec["id"], _dumps(rec), rec["backend"], rec["mode"], rec["status"]),
+            (rid, record.id, _dumps(record.to_json()), record.backend, record.mode, record.status),
         )
 
     def add_results(self, results: Results) -> tuple[str, int]:
@@ -217,7 +219,10 @@ class Store:
             "SELECT environment, settings, header FROM runs WHERE id = ?", (rid,)).fetchone()
         header = {"type": "header", **json.loads(rest), "settings": json.loads(settings),
                   "environment": json.loads(env)}
-        records = [{"type": "case", **json.loads(r[0])} for r in self.conn.execute(
+        # A record is stored as its results file held it: a run's older records in its header's
+        # schema (a resumed run's newer ones in the current one), upgraded here as a file is.
+        schema = header.get("schema", RESULTS_SCHEMA)
+        records = [CaseRecord.from_json(upgrade(json.loads(r[0]), schema)) for r in self.conn.execute(
             "SELECT record FROM cases WHERE run_id = ? ORDER BY rowid", (rid,))]
         return Results(header=header, records=records)
 
@@ -226,7 +231,7 @@ def _dumps(obj: Any) -> str:
     return json.dumps(finite(obj), default=str, allow_nan=False)
 
 
-def recording(store: Path, results_path: Path, then: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+def recording(store: Path, results_path: Path, then: Callable[[CaseRecord], None]) -> Callable[[CaseRecord], None]:
     """Wrap a run's per-record callback so that each record also lands in the store.
 
     The run is registered (with any records its file already holds, when resuming) before
@@ -237,7 +242,7 @@ def recording(store: Path, results_path: Path, then: Callable[[dict[str, Any]], 
         rid, _ = st.add_results(load_results(results_path))
     broken = False
 
-    def on_record(rec: dict[str, Any]) -> None:
+    def on_record(rec: CaseRecord) -> None:
         nonlocal broken
         if not broken:
             try:
@@ -320,7 +325,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         res = st.load(args.run)
     records = list(res.latest().values())
     if args.format == "json":
-        print(formats.json_text({"header": res.header, "records": records}), end="")
+        print(formats.json_text({"header": res.header, "records": [r.to_json() for r in records]}), end="")
         return 0
     if args.format == "csv":
         print(formats.render_rows([flat_record(r) for r in records], "csv"), end="")
@@ -358,7 +363,8 @@ def cmd_export(args: argparse.Namespace) -> int:
               f"({args.format})", file=sys.stderr)
         return 0
     try:
-        writer = ResultsWriter(out, res.header)
+        # Its records are written in the current schema, so the copy's header says so.
+        writer = ResultsWriter(out, {**res.header, "schema": RESULTS_SCHEMA})
     except OSError as e:
         raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
     for rec in res.records:

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -121,11 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in sys.stdin:
         request = json.loads(line)
         case = Case.from_dict(request["case"])
-        record = executor.run(case, TimerConfig(**request["timer"]), request["seed"])
-        record["backend_info"] = info
-        if args.memory_limit and record["error"].startswith("MemoryError"):
-            record["error"] += f" (over --memory-limit {format_size(args.memory_limit)})"
-        send({"type": "record", "record": record})
+        record = replace(executor.run(case, TimerConfig(**request["timer"]), request["seed"]), backend_info=info)
+        if args.memory_limit and record.error.startswith("MemoryError"):
+            record = replace(record, error=f"{record.error} (over --memory-limit {format_size(args.memory_limit)})")
+        send({"type": "record", "record": record.to_json()})
     return 0
 
 
