@@ -22,6 +22,7 @@ from arraybench import cluster, suites
 from arraybench.cli import EXIT_TERMINATED, build_parser, main, settings_from_args
 from arraybench.errors import UsageError
 from arraybench.plan import default_threads
+from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter, load_results
 
 NUMPY_RUN = ["run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager", "--sizes", "2",
@@ -174,9 +175,10 @@ def test_nan_and_infinity_are_written_as_null(tmp_path):
     import numpy as np
 
     writer = ResultsWriter(tmp_path / "results.jsonl", {"schema": 1, "x": float("nan")})
-    writer.append({"id": "a", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
-                   "dtype": "float32", "status": "wrong", "rel_err": float("inf"),
-                   "samples_s": [1.0, np.float32("nan")], "ci95_s": np.array([np.nan, 2.0])})
+    writer.append(CaseRecord.from_json({"id": "a", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
+                                        "dtype": "float32", "status": "wrong", "rel_err": float("inf"),
+                                        "samples_s": [1.0, np.float32("nan")],
+                                        "ci95_s": np.array([np.nan, 2.0])}))
     writer.close()
     lines = [strict_json(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert lines[0]["x"] is None
