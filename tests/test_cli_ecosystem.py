@@ -23,6 +23,7 @@ from arraybench.cli import build_parser, main
 from arraybench.cli.exits import EXIT_TERMINATED
 from arraybench.cli.run import runner_from_args, settings_from_args
 from arraybench.errors import UsageError
+from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter, load_results
 from arraybench.settings import default_threads
 
@@ -176,9 +177,10 @@ def test_nan_and_infinity_are_written_as_null(tmp_path):
     import numpy as np
 
     writer = ResultsWriter(tmp_path / "results.jsonl", {"schema": 1, "x": float("nan")})
-    writer.append({"id": "a", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
-                   "dtype": "float32", "status": "wrong", "rel_err": float("inf"),
-                   "samples_s": [1.0, np.float32("nan")], "ci95_s": np.array([np.nan, 2.0])})
+    writer.append(CaseRecord.from_json({"id": "a", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
+                                        "dtype": "float32", "status": "wrong", "rel_err": float("inf"),
+                                        "samples_s": [1.0, np.float32("nan")],
+                                        "ci95_s": np.array([np.nan, 2.0])}))
     writer.close()
     lines = [strict_json(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert lines[0]["x"] is None

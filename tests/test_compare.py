@@ -1,6 +1,7 @@
 """Compare: verdicts from raw samples, failed cases, environment differences and the CI exit code."""
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from arraybench.case import Case
 from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples
 from arraybench.execute import blank_record
 from arraybench.measurement import Measurement, Replicated
+from arraybench.record import CaseRecord, ProcessRecord
 from arraybench.results import ResultsWriter, load_results
 
 
@@ -104,20 +106,19 @@ def scaled(groups: list[list[float]], factor: float) -> list[list[float]]:
 
 
 def record(backend: str, mode: str, size: int, times: list, status: str = "ok", threads: int = 1,
-           dtype: str = "float64") -> dict:
+           dtype: str = "float64") -> CaseRecord:
     """A case record; `times` is one process's samples, or a list of processes' samples."""
     case = Case("linreg", (("d", size), ("n", 200)), backend, mode, dtype, threads)
     rec = blank_record(case, status, "" if status == "ok" else "wrong result: relative error 1 > tolerance 1e-9")
     if status in ("ok", "wrong"):
         groups = times if isinstance(times[0], list) else [times]
-        flat = [x for g in groups for x in g]
-        rec.update(samples_s=flat, median_s=rep(groups).point, iqr_s=0.0,
-                   replicates=[{"n_samples": len(g), "loops": 1} for g in groups])
-    rec["backend_info"] = {"version": "1", "threads_verified": threads, "blas": [{"num_threads": threads}]}
-    return rec
+        flat = tuple(x for g in groups for x in g)
+        rec = replace(rec, samples_s=flat, median_s=rep(groups).point, iqr_s=0.0,
+                      replicates=tuple(ProcessRecord(n_samples=len(g), loops=1) for g in groups))
+    return replace(rec, backend_info={"version": "1", "threads_verified": threads, "blas": [{"num_threads": threads}]})
 
 
-def results_file(path: Path, records: list[dict], hostname: str = "box", numpy: str = "2.4.0",
+def results_file(path: Path, records: list[CaseRecord], hostname: str = "box", numpy: str = "2.4.0",
                  threads: int = 1) -> str:
     header = {"schema": 2, "run_id": path.stem, "arraybench_version": "0.1.0", "started": "2026-01-01T00:00:00+0000",
               "settings": {"dtype": "float64", "threads": threads, "seed": 0},

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from arraybench.record import CaseRecord
 from arraybench.results import Results
 from arraybench.store import Store
 
@@ -55,10 +56,10 @@ def test_quickstart_compares_two_runs_and_both_are_stored(executed):
     assert runs[-1].id in output(cells[3], "text/plain")  # ab.load("latest") is the second run
 
 
-def record(backend: str, status: str, median: float | None, size: int = 2) -> dict:
-    return {"id": f"w[{size}]/{backend}", "workload": "w", "params": {"n": size}, "size": size,
-            "backend": backend, "mode": "eager", "dtype": "float32", "status": status, "median_s": median,
-            "samples_s": [median or 0.0] * 50}
+def record(backend: str, status: str, median: float | None, size: int = 2) -> CaseRecord:
+    return CaseRecord.from_json({"id": f"w[{size}]/{backend}", "workload": "w", "params": {"n": size}, "size": size,
+                                 "backend": backend, "mode": "eager", "dtype": "float32", "status": status,
+                                 "median_s": median, "samples_s": [median or 0.0] * 50})
 
 
 def test_html_colours_fast_green_and_never_a_wrong_case():

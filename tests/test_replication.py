@@ -4,6 +4,7 @@ import json
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from arraybench.case import Case
 from arraybench.execute import blank_record
 from arraybench.measurement import Measurement, Replicated, fault_dominated
+from arraybench.record import CaseRecord
 from arraybench.report.table import cell
 from arraybench.results import ResultsWriter, load_results, measured
 from arraybench.runner import Progress, Runner, merge_processes
@@ -71,23 +73,23 @@ def test_pooled_samples_split_back_into_their_processes():
 CASE = Case("sort", (("n", 8),), "numpy", "eager", "float64", 1)
 
 
-def proc_record(median: float, status: str = "ok", n: int = 4, **extra) -> dict:
+def proc_record(median: float, status: str = "ok", n: int = 4, **extra) -> CaseRecord:
     rec = blank_record(CASE, status, "" if status == "ok" else "RuntimeError: boom")
     if status in ("ok", "wrong"):
-        rec.update(samples_s=[median] * n, loops=2, median_s=median, first_call_s=10 * median,
-                   minor_faults_per_call=5.0, stop="target", half_width=0.0, peak_memory_bytes=None)
-    rec.update(extra)
-    return rec
+        rec = replace(rec, samples_s=(median,) * n, loops=2, median_s=median, first_call_s=10 * median,
+                      minor_faults_per_call=5.0, stop="target", half_width=0.0, peak_memory_bytes=None)
+    return replace(rec, **extra)
 
 
 def test_case_record_keeps_each_process_and_gives_statistics_over_them():
     rec = merge_processes([proc_record(1.0), proc_record(2.0, n=3), proc_record(4.0)])
-    assert rec["n_processes"] == 3
-    assert rec["samples_s"] == [1.0] * 4 + [2.0] * 3 + [4.0] * 4
-    assert [r["n_samples"] for r in rec["replicates"]] == [4, 3, 4]
-    assert [r["median_s"] for r in rec["replicates"]] == [1.0, 2.0, 4.0]
-    assert rec["median_s"] == pytest.approx(2.0)
-    assert rec["first_call_s"] == 20.0  # the median process's
+    assert rec.n_processes == 3
+    assert rec.samples_s == (1.0,) * 4 + (2.0,) * 3 + (4.0,) * 4
+    assert [r.n_samples for r in rec.replicates] == [4, 3, 4]
+    assert [r.median_s for r in rec.replicates] == [1.0, 2.0, 4.0]
+    assert rec.median_s == pytest.approx(2.0)
+    assert rec.first_call_s == 20.0  # the median process's
+    assert rec.loops is None and rec.replicates[0].loops == 2  # a process's own figure stays with it
     assert measured(rec).medians == [1.0, 2.0, 4.0]
 
 
@@ -103,12 +105,13 @@ class FakePool:
     def __init__(self, statuses: dict[str, str] | None = None) -> None:
         self.generation, self.log, self.statuses = 0, [], statuses or {}
 
-    def run_one(self, case: Case) -> dict:
+    def run_one(self, case: Case) -> CaseRecord:
         self.log.append((self.generation, case.workload))
         status = self.statuses.get(case.workload, "ok")
         rec = blank_record(case, status, "" if status == "ok" else "no such thing")
         if status == "ok":
-            rec.update(samples_s=[1e-3 * (1 + self.generation)] * 3, loops=1, median_s=1e-3 * (1 + self.generation))
+            rec = replace(rec, samples_s=(1e-3 * (1 + self.generation),) * 3, loops=1,
+                          median_s=1e-3 * (1 + self.generation))
         return rec
 
     def close(self) -> None:
@@ -159,7 +162,7 @@ def test_resume_measures_only_the_missing_processes(tmp_path):
     first.writer.close()
     loaded = load_results(tmp_path)
     assert loaded.records == [] and len(loaded.replicate_lines) == 2
-    partial = {r["id"]: [r] for r in loaded.replicate_lines}
+    partial = {r.id: [r] for _, r in loaded.replicate_lines}
     pool = FakePool()
     records = runner(tmp_path, 3, pool, partial=partial, header=False).run(plan(2))
     assert len(pool.log) == 4  # two processes left for each of the two cases
@@ -180,7 +183,7 @@ def test_progress_shows_each_process_and_each_case(tmp_path):
 def test_schema_1_results_load_as_one_process_each():
     res = load_results(FIXTURES / "results-schema1.jsonl")
     rec = res.records[0]
-    assert rec["n_processes"] == 1 and rec["replicates"][0]["n_samples"] == len(rec["samples_s"])
+    assert rec.n_processes == 1 and rec.replicates[0].n_samples == len(rec.samples_s)
     assert measured(rec).processes == 1
 
 

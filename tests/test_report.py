@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import TINY
 
+from arraybench.record import CaseRecord
 from arraybench.report import write_all
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
@@ -39,7 +40,7 @@ def results_of(records, hostname="alpha", peaks=PEAKS):
                            "timer": {"min_time": 1.0}},
               "environment": {"hostname": hostname, "cpu_model": "Test CPU", "cpu_logical": 2, "versions":
                               {"numpy": "2.4"}, "gpus": [], "peaks": peaks}}
-    return Results(header=header, records=records)
+    return Results(header=header, records=[CaseRecord.from_json(r) for r in records])
 
 
 def sweep_records():

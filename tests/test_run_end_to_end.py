@@ -25,7 +25,7 @@ def test_every_installed_backend_and_mode_runs_and_is_correct(linreg_run):
     code, out, lines = linreg_run
     header, records = lines[0], lines[1:]
     assert code == 0
-    assert header["type"] == "header" and header["schema"] == 2
+    assert header["type"] == "header" and header["schema"] == 3
     assert header["settings"]["dtype"] == "float64"
     assert header["environment"]["versions"]["numpy"]
     ran = {(r["workload"], r["backend"], r["mode"]) for r in records if r["status"] == "ok"}

@@ -115,8 +115,9 @@ def test_memory_size_says_what_is_wrong_and_the_cli_says_it_in_one_line():
         build_parser().parse_args(["run", "--memory-limit", "2X"])
 
 
-# The processes that have their own command line: a worker and the peaks probe, started by the run.
-CHILD_ENTRY_POINTS = {"worker.py", "peaks.py"}
+# The modules that have their own command line: a worker and the peaks probe, started by the run,
+# and the developers' generator of docs/results-format.md.
+CHILD_ENTRY_POINTS = {"worker.py", "peaks.py", "report/fields_doc.py"}
 
 
 def test_only_the_cli_package_parses_the_command_line():

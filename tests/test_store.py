@@ -3,6 +3,7 @@
 import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import arraybench
 from arraybench.case import Case
 from arraybench.environment import fingerprint
 from arraybench.execute import blank_record
+from arraybench.record import CaseRecord
 from arraybench.results import load_results
 from arraybench.store import SCHEMA, Store, recording
 
@@ -42,7 +44,8 @@ def test_run_is_stored_with_every_record_and_raw_samples(stored_run):
     assert run.backends == ("numba", "numpy") and run.cases == 2 and run.failed == 0
     assert run.machine == fingerprint(on_disk[0]["environment"])
     assert stored.header == on_disk[0]
-    assert stored.records == [r for r in on_disk[1:] if r["type"] == "case"]  # replicate lines serve --resume
+    # replicate lines serve --resume
+    assert stored.records == [CaseRecord.from_json(r) for r in on_disk[1:] if r["type"] == "case"]
     assert all(len(r["samples_s"]) >= 3 for r in stored.records)
 
 
@@ -94,9 +97,9 @@ def test_no_store_writes_no_database(tmp_path, run_cli, monkeypatch):
     assert not (tmp_path / ".arraybench").exists()
 
 
-def fake_record(i: int) -> dict:
+def fake_record(i: int) -> CaseRecord:
     case = Case("linreg", (("n", i),), "numpy", "eager", "float64", 1)
-    return {**blank_record(case, "ok"), "id": f"case{i}", "samples_s": [1e-3, 2e-3], "median_s": 1.5e-3, "iqr_s": 5e-4}
+    return replace(blank_record(case, "ok"), id=f"case{i}", samples_s=(1e-3, 2e-3), median_s=1.5e-3, iqr_s=5e-4)
 
 
 def write_results(path: Path, run_id: str, n_records: int) -> Path:
@@ -121,7 +124,7 @@ def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
     on_record = recording(db, tmp_path / "full.jsonl", lambda r: None)
     assert [r["id"] for r in Store(db).load("r1").records] == ["case0", "case1", "case2"]
     # The resumed run retried a failed case: history counts it once, by its last record.
-    on_record({**fake_record(1), "status": "error"})
+    on_record(replace(fake_record(1), status="error"))
     [run] = Store(db).runs()
     assert run.cases == 3 and run.failed == 1
 
@@ -143,6 +146,7 @@ def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):
 WRITER = """
 import sys
 from pathlib import Path
+from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter
 from arraybench.store import recording
 db, out, rid, n = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -150,8 +154,8 @@ w = ResultsWriter(out, {"schema": 1, "run_id": rid, "started": "x", "settings": 
 w.close()
 on_record = recording(db, out, lambda r: None)
 for i in range(n):
-    on_record({"id": f"{rid}-{i}", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
-               "status": "ok", "samples_s": [float(i)]})
+    on_record(CaseRecord.from_json({"id": f"{rid}-{i}", "workload": "w", "params": {}, "backend": "numpy",
+                                    "mode": "eager", "dtype": "float64", "status": "ok", "samples_s": [float(i)]}))
 """
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from arraybench.case import Case
 from arraybench.errors import UsageError
 from arraybench.execute import blank_record, one_line
+from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter, load_results
 from arraybench.runner import Runner, merge_processes
 from arraybench.settings import default_threads, parse_list
@@ -200,17 +201,17 @@ class ClusterRunner:
         seed: int,
         timeout: float,
         log_dir: Path,
-        on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+        on_record: Callable[[CaseRecord], None] = lambda r: None,
         memory_limit: int | None = None,
     ) -> None:
         # log_dir is unused: worker logs stay on each Dask worker's machine.
         self.target, self.writer, self.on_record = target, writer, on_record
         self.timer, self.seed, self.timeout = timer, seed, timeout
         self.memory_limit = memory_limit
-        self.records: list[dict[str, Any]] = []
+        self.records: list[CaseRecord] = []
         self.machines = set(load_results(writer.path).machine_lines)
 
-    def run(self, cases: list[Case]) -> list[dict[str, Any]]:
+    def run(self, cases: list[Case]) -> list[CaseRecord]:
         from distributed import as_completed
 
         from arraybench.dask_worker import CasePool
@@ -286,11 +287,12 @@ class ClusterRunner:
         """Cases Dask may hold at once: one per worker that may run them (at least one, to wait on)."""
         return max(1, sum(1 for w in workers if w.offers({SLOT: 1}) and pins.allow(w)))
 
-    def outcome(self, fut: Any, case: Case) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def outcome(self, fut: Any, case: Case) -> tuple[CaseRecord, dict[str, Any] | None]:
         from distributed import KilledWorker
 
         try:
-            return fut.result()
+            record, environment = fut.result()
+            return CaseRecord.from_json(record), environment
         except KilledWorker as e:
             rec = blank_record(case, "crashed", f"Dask workers died running it {e.allowed_failures + 1} times, "
                                                 f"last {e.last_worker.address}")
@@ -298,9 +300,9 @@ class ClusterRunner:
         except Exception as e:  # a task that cannot run there (e.g. no arraybench) is this case's result
             return blank_record(case, "crashed", f"Dask task failed: {one_line(e)}"), None
 
-    def record(self, rec: dict[str, Any], environment: dict[str, Any] | None = None) -> None:
+    def record(self, rec: CaseRecord, environment: dict[str, Any] | None = None) -> None:
         rec = merge_processes([rec])  # the local format; a cluster run measures a case in one process
-        machine = rec.get("machine")
+        machine = rec.machine
         if environment is not None and machine not in self.machines:
             self.machines.add(machine)
             self.writer.add_machine(machine, environment)

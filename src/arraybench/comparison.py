@@ -13,6 +13,7 @@ from typing import Any
 from arraybench import environment, formats
 from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated
+from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import FAILED, Results, measured
 from arraybench.units import format_seconds
@@ -51,8 +52,8 @@ class CaseComparison:
 
     label: str
     row: str
-    base: dict[str, Any]
-    new: dict[str, Any]
+    base: CaseRecord
+    new: CaseRecord
     result: SampleComparison | None
     verdict: str
     note: str
@@ -168,39 +169,39 @@ def adjust(results: list[SampleComparison], threshold: float) -> list[SampleComp
                              r.processes) for r, q in zip(results, qs, strict=True)]
 
 
-def match_key(r: dict[str, Any]) -> tuple:
+def match_key(r: CaseRecord) -> tuple:
     """What makes two records the same case. Threads are left out so that runs on machines with
     different core counts still pair up; a thread difference is listed with the other settings."""
-    params = tuple(sorted((k, json.dumps(v)) for k, v in r.get("params", {}).items()))
-    return (r["workload"], params, r["backend"], r["mode"], r["dtype"], r.get("device", "cpu"))
+    params = tuple(sorted((k, json.dumps(v)) for k, v in r.params.items()))
+    return (r.workload, params, r.backend, r.mode, r.dtype, r.device)
 
 
-def case_label(r: dict[str, Any]) -> str:
-    params = ",".join(f"{k}={v}" for k, v in sorted(r.get("params", {}).items()))
-    return f"{r['workload']}[{params}]"
+def case_label(r: CaseRecord) -> str:
+    params = ",".join(f"{k}={v}" for k, v in sorted(r.params.items()))
+    return f"{r.workload}[{params}]"
 
 
-def row_label(r: dict[str, Any]) -> str:
-    device = r.get("device", "cpu")
-    return f"{r['backend']}·{r['mode']}" + (f"·{device}" if device != "cpu" else "")
+def row_label(r: CaseRecord) -> str:
+    device = r.device
+    return f"{r.backend}·{r.mode}" + (f"·{device}" if device != "cpu" else "")
 
 
-def compare_cases(base: dict[str, Any], new: dict[str, Any], threshold: float) -> CaseComparison:
+def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float) -> CaseComparison:
     """One case, before the correction across cases (`compare` applies it)."""
     label, row = case_label(new), row_label(new)
-    if base["status"] == "ok" and new["status"] == "ok":
+    if base.status == "ok" and new.status == "ok":
         b, n = measured(base), measured(new)
         if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
         result = compare_samples(b, n, threshold)
         return CaseComparison(label, row, base, new, result, result.verdict, "")
-    if base["status"] == "ok" and new["status"] in FAILED:
-        return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new['status']}: {new.get('error', '')}")
-    side, rec = ("base", base) if base["status"] != "ok" else ("new", new)
-    return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec['status']}")
+    if base.status == "ok" and new.status in FAILED:
+        return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new.status}: {new.error}")
+    side, rec = ("base", base) if base.status != "ok" else ("new", new)
+    return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec.status}")
 
 
-def verdict_note(result: SampleComparison, base: dict[str, Any], new: dict[str, Any]) -> str:
+def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord) -> str:
     """What a reader should know about how far this verdict can be trusted."""
     if min(result.processes) == 1:
         return "one process a side: between-process variation unknown; run with --processes 3"
@@ -230,8 +231,8 @@ def backend_infos(res: Results) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for r in res.records:
-        if r.get("backend_info") and r["backend"] not in out:
-            out[r["backend"]] = {k: v for k, v in r["backend_info"].items() if k not in ("version", "devices")}
+        if r.backend_info and r.backend not in out:
+            out[r.backend] = {k: v for k, v in r.backend_info.items() if k not in ("version", "devices")}
     return out
 
 
@@ -306,8 +307,8 @@ def _case_rows(cmp: Comparison) -> list[list[str]]:
     return rows
 
 
-def _median(r: dict[str, Any]) -> str:
-    return format_seconds(r.get("median_s")) if r["status"] == "ok" else r["status"].upper()
+def _median(r: CaseRecord) -> str:
+    return format_seconds(r.median_s) if r.status == "ok" else r.status.upper()
 
 
 CASE_HEADER = ["case", "backend·mode", "base median", "new median", "new/base [95% CI]", "q (BH)", "verdict"]
@@ -348,9 +349,9 @@ def render(cmp: Comparison, note: str | None, markdown: bool = False,
 
 def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
     """One dict per compared case, for --format json and csv."""
-    return [{"case": c.label, "row": c.row, "case_id": c.base.get("id"),
-             "base_status": c.base["status"], "new_status": c.new["status"],
-             "base_median_s": c.base.get("median_s"), "new_median_s": c.new.get("median_s"),
+    return [{"case": c.label, "row": c.row, "case_id": c.base.id,
+             "base_status": c.base.status, "new_status": c.new.status,
+             "base_median_s": c.base.median_s, "new_median_s": c.new.median_s,
              "ratio": c.result.ratio if c.result else None,
              "ci95_low": c.result.ci95[0] if c.result else None, "ci95_high": c.result.ci95[1] if c.result else None,
              "p_value": c.result.p_value if c.result else None, "verdict": c.verdict, "note": c.note}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,6 @@ def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], di
         os.sched_setaffinity(0, plugin.cpus)
     t0 = time.monotonic()
     record = plugin.pool.run_one(Case.from_dict(case))
-    record["wall_s"] = time.monotonic() - t0  # as a local run records it: what measuring the case cost
-    record["machine"], record["worker"] = plugin.machine, plugin.worker_name
-    return record, plugin.machine_environment()
+    # wall_s as a local run records it: what measuring the case cost.
+    record = replace(record, wall_s=time.monotonic() - t0, machine=plugin.machine, worker=plugin.worker_name)
+    return record.to_json(), plugin.machine_environment()

@@ -8,6 +8,7 @@ import json
 import os
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from arraybench import gpu
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
+from arraybench.record import CaseRecord, stats_fields
 from arraybench.timing import Timer, TimerConfig
 from arraybench.workloads import resolve_workload
 from arraybench.workloads.base import Tolerance, Workload, leaves
@@ -35,30 +37,9 @@ def case_size(case: Case) -> Any:
         return None
 
 
-def blank_record(case: Case, status: str, error: str = "") -> dict[str, Any]:
-    """A record with every field present, for cases that never reached the timer."""
-    return {
-        "id": case.id,
-        **case.to_dict(),
-        "size": case_size(case),
-        "status": status,
-        "error": error,
-        "first_call_s": None,
-        "transfer_s": None,
-        "to_host_s": None,
-        "build_s": None,
-        "samples_s": [],
-        "loops": None,
-        "minor_faults_per_call": None,
-        "median_s": None,
-        "iqr_s": None,
-        "flops": None,
-        "bytes": None,
-        "max_abs_err": None,
-        "rel_err": None,
-        "tolerance": None,
-        "correct": None,
-    }
+def blank_record(case: Case, status: str, error: str = "") -> CaseRecord:
+    """The record of a case that has not reached (or never will reach) the timer."""
+    return CaseRecord.blank({"id": case.id, **case.to_dict()}, status, error, size=case_size(case))
 
 
 def one_line(e: BaseException) -> str:
@@ -91,7 +72,7 @@ class CaseExecutor:
         if not l2 or in_bytes > l2 or timed_on_host or median_s > COLD_MAX_MEDIAN_S:
             return out
         cold = sorted(be.time_cold(fn, args, l2) for _ in range(COLD_SAMPLES))
-        out.update(cold_samples_s=cold, cold_median_s=cold[len(cold) // 2], cold_method=be.cold_method)
+        out.update(cold_samples_s=tuple(cold), cold_median_s=cold[len(cold) // 2], cold_method=be.cold_method)
         return out
 
     def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> tuple[Any, Tolerance]:
@@ -129,91 +110,100 @@ class CaseExecutor:
         self._refs = {key: (ref, tol)}
         return ref, tol
 
-    def run(self, case: Case, config: TimerConfig, run_seed: int) -> dict[str, Any]:
-        be = self.backend
-        rec = blank_record(case, "error")
+    def run(self, case: Case, config: TimerConfig, run_seed: int) -> CaseRecord:
+        """Measure `case`: its record, whatever happened (a failure is the case's result, never raised)."""
+        got: dict[str, Any] = {}  # the record's fields as each phase fills them; kept when a later one fails
         try:
             wl = resolve_workload(case.workload, case.source)
-            params = case.params_dict
-            rec["flops"], rec["bytes"] = wl.work(params, case.dtype)
+            got["flops"], got["bytes"] = wl.work(case.params_dict, case.dtype)
             builder = wl.builder(case.backend, case.mode)
             if builder is None:
                 reason = wl.unsupported.get((case.backend, case.mode), f"no {case.mode} implementation")
-                rec.update(status="unsupported", error=reason)
-                return rec
-            seed = input_seed(run_seed, case)
-            be.start_case()  # no peak memory or compiler state of an earlier case in this worker
-            t0 = time.perf_counter()
-            host = wl.host_inputs(seed, case.dtype, params)
-            rec["inputs_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            ref, tol = self.reference(wl, seed, case, host)
-            rec["reference_s"] = time.perf_counter() - t0
-
-            if wl.host_args:
-                args = host
-            else:
-                t0 = time.perf_counter()
-                args = tuple(be.to_device(a) for a in host)
-                be.sync(args)
-                rec["transfer_s"] = time.perf_counter() - t0
-
-            try:
-                t0 = time.perf_counter()
-                fn = builder(be, **params)
-                rec["build_s"] = time.perf_counter() - t0
-
-                sync = be.sync if be.asynchronous else None
-                if self.clocks:
-                    self.clocks.start()
-                t0 = time.perf_counter()
-                timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined).run()
-                rec["timer_s"] = time.perf_counter() - t0
-                if self.clocks:
-                    rec["gpu_clock"] = self.clocks.stop()
-                if be.pipelined:
-                    rec.update(self.gpu_figures(fn, args, host, wl.host_args, timing.measurement.median))
-            except Exception as e:
-                # Only the computation's own failures: a broken input or reference is an error.
-                reason = wl.unsupported_because(e, case.backend)
-                if reason is None:
-                    raise
-                raise Unavailable(reason) from e
-            m = timing.measurement
-
-            t0 = time.perf_counter()
-            out = be.to_host(timing.last_output)
-            rec["to_host_s"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            check = wl.check(out, ref, case.dtype, params, tol.value)
-            rec["check_s"] = time.perf_counter() - t0
-
-            rec.update(
-                status="ok" if check.correct else "wrong",
-                error=_wrong_reason(check) if not check.correct else (tol.source if tol.ill_conditioned else ""),
-                first_call_s=timing.first_call_s,
-                samples_s=list(m.samples),
-                loops=m.loops,
-                half_width=m.half_width,
-                stop=timing.stop,
-                minor_faults_per_call=timing.minor_faults_per_call,
-                warmup_calls=timing.warmup_calls,
-                overhead_s=timing.overhead_s,
-                latency_s=timing.latency_s,
-                max_abs_err=check.max_abs_err,
-                rel_err=check.rel_err,
-                tolerance=check.tolerance,
-                tolerance_source=tol.source,
-                ill_conditioned=tol.ill_conditioned,
-                correct=check.correct,
-                peak_memory_bytes=be.peak_memory(),
-                **m.summary(),
-            )
+                return replace(blank_record(case, "unsupported", reason), **got)
+            host, args, ref, tol = self._prepare(wl, case, run_seed, got)
+            timing = self._time(wl, builder, case, config, host, args, got)
+            self._check(wl, case, timing, ref, tol, got)
         except Unavailable as e:
-            rec.update(status="unsupported", error=str(e))
+            got.update(status="unsupported", error=str(e))
         except Exception as e:  # a user's or framework's failure is this case's result
-            rec.update(status="error", error=one_line(e), traceback=traceback.format_exc(limit=8))
-        return rec
+            got.update(status="error", error=one_line(e), traceback=traceback.format_exc(limit=8))
+        return replace(blank_record(case, "error"), **got)
+
+    def _prepare(self, wl: Workload, case: Case, run_seed: int, got: dict[str, Any]) -> tuple[tuple, tuple, Any, Tolerance]:
+        """Host inputs, the reference and its tolerance, and the inputs on the device (transfer timed)."""
+        be = self.backend
+        seed = input_seed(run_seed, case)
+        be.start_case()  # no peak memory or compiler state of an earlier case in this worker
+        t0 = time.perf_counter()
+        host = wl.host_inputs(seed, case.dtype, case.params_dict)
+        got["inputs_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ref, tol = self.reference(wl, seed, case, host)
+        got["reference_s"] = time.perf_counter() - t0
+        if wl.host_args:
+            return host, host, ref, tol
+        t0 = time.perf_counter()
+        args = tuple(be.to_device(a) for a in host)
+        be.sync(args)
+        got["transfer_s"] = time.perf_counter() - t0
+        return host, args, ref, tol
+
+    def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, host: tuple, args: tuple,
+              got: dict[str, Any]) -> Any:
+        """Build the callable and time it (with the GPU's cold figure and clocks); returns the Timer's result."""
+        be = self.backend
+        try:
+            t0 = time.perf_counter()
+            fn = builder(be, **case.params_dict)
+            got["build_s"] = time.perf_counter() - t0
+            sync = be.sync if be.asynchronous else None
+            if self.clocks:
+                self.clocks.start()
+            t0 = time.perf_counter()
+            timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined).run()
+            got["timer_s"] = time.perf_counter() - t0
+            if self.clocks:
+                got["gpu_clock"] = self.clocks.stop()
+            if be.pipelined:
+                got.update(self.gpu_figures(fn, args, host, wl.host_args, timing.measurement.median))
+        except Exception as e:
+            # Only the computation's own failures: a broken input or reference is an error.
+            reason = wl.unsupported_because(e, case.backend)
+            if reason is None:
+                raise
+            raise Unavailable(reason) from e
+        return timing
+
+    def _check(self, wl: Workload, case: Case, timing: Any, ref: Any, tol: Tolerance, got: dict[str, Any]) -> None:
+        """Copy the output back, check it against the reference, and fill in the timer's figures."""
+        be, m = self.backend, timing.measurement
+        t0 = time.perf_counter()
+        out = be.to_host(timing.last_output)
+        got["to_host_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        check = wl.check(out, ref, case.dtype, case.params_dict, tol.value)
+        got["check_s"] = time.perf_counter() - t0
+        got.update(
+            status="ok" if check.correct else "wrong",
+            error=_wrong_reason(check) if not check.correct else (tol.source if tol.ill_conditioned else ""),
+            first_call_s=timing.first_call_s,
+            samples_s=tuple(m.samples),
+            loops=m.loops,
+            half_width=m.half_width,
+            stop=timing.stop,
+            minor_faults_per_call=timing.minor_faults_per_call,
+            warmup_calls=timing.warmup_calls,
+            overhead_s=timing.overhead_s,
+            latency_s=timing.latency_s,
+            max_abs_err=check.max_abs_err,
+            rel_err=check.rel_err,
+            tolerance=check.tolerance,
+            tolerance_source=tol.source,
+            ill_conditioned=tol.ill_conditioned,
+            correct=check.correct,
+            peak_memory_bytes=be.peak_memory(),
+            **stats_fields(m.summary()),
+        )
 
 
 def _wrong_reason(check: Any) -> str:

@@ -9,8 +9,10 @@ dashboard follows one case across commits.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
+from arraybench.record import CaseRecord
 from arraybench.results import Results
 
 FORMATS = ("jsonl", "pytest-benchmark", "bmf")
@@ -19,22 +21,22 @@ PYTEST_BENCHMARK_VERSION = "4.0.0"
 NS_PER_S = 1e9
 
 
-def benchmark_name(rec: dict[str, Any]) -> str:
-    return str(rec["id"]).rsplit("/", 1)[0]
+def benchmark_name(rec: CaseRecord) -> str:
+    return str(rec.id).rsplit("/", 1)[0]
 
 
-def correct_records(res: Results) -> list[dict[str, Any]]:
-    return [r for r in res.latest().values() if r["status"] == "ok" and r.get("samples_s")]
+def correct_records(res: Results) -> list[CaseRecord]:
+    return [r for r in res.latest().values() if r.status == "ok" and r.samples_s]
 
 
-def _quartiles(samples: list[float]) -> tuple[float, float]:
+def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
     if len(samples) < 2:
         return samples[0], samples[0]
     q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
     return q1, q3
 
 
-def pytest_benchmark_stats(samples: list[float], iterations: int) -> dict[str, Any]:
+def pytest_benchmark_stats(samples: Sequence[float], iterations: int) -> dict[str, Any]:
     """pytest-benchmark's `stats` block from per-call samples (seconds), computed as it does."""
     data = sorted(samples)
     mean = statistics.fmean(data)
@@ -65,14 +67,14 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
     for r in correct_records(res):
         name = benchmark_name(r)
         benchmarks.append({
-            "group": r["workload"], "name": name, "fullname": name,
-            "params": r.get("params", {}), "param": ",".join(f"{k}={v}" for k, v in r.get("params", {}).items()),
-            "extra_info": {"backend": r["backend"], "mode": r["mode"], "dtype": r["dtype"],
-                           "device": r.get("device", "cpu"), "threads": r.get("threads"),
-                           "first_call_s": r.get("first_call_s"), "case_id": r["id"]},
+            "group": r.workload, "name": name, "fullname": name,
+            "params": r.params, "param": ",".join(f"{k}={v}" for k, v in r.params.items()),
+            "extra_info": {"backend": r.backend, "mode": r.mode, "dtype": r.dtype,
+                           "device": r.device, "threads": r.threads,
+                           "first_call_s": r.first_call_s, "case_id": r.id},
             "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": timer.get("min_samples"),
                         "max_time": timer.get("max_time"), "min_time": timer.get("min_time"), "warmup": True},
-            "stats": pytest_benchmark_stats(r["samples_s"], int(r.get("loops") or 1)),
+            "stats": pytest_benchmark_stats(r.samples_s, int(r.loops or 1)),
         })
     return {
         "machine_info": {
@@ -95,8 +97,8 @@ def bmf(res: Results) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for r in correct_records(res):
-        ci = r.get("ci95_s") or [None, None]
-        lo, hi = ci if None not in ci else (min(r["samples_s"]), max(r["samples_s"]))
-        out[benchmark_name(r)] = {"latency": {"value": r["median_s"] * NS_PER_S,
+        ci = r.ci95_s
+        lo, hi = ci if ci and None not in ci else (min(r.samples_s), max(r.samples_s))
+        out[benchmark_name(r)] = {"latency": {"value": r.median_s * NS_PER_S,
                                               "lower_value": lo * NS_PER_S, "upper_value": hi * NS_PER_S}}
     return out

@@ -1,6 +1,6 @@
 """Notebook display of a run: a one-line repr and an HTML table per workload, coloured as a heatmap.
 
-A leaf module (it imports nothing of arraybench), so results.Results can use it without a cycle.
+Near a leaf (of arraybench it imports only the record leaf), so results.Results can use it without a cycle.
 """
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ from __future__ import annotations
 import html
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from typing import Any
+
+from arraybench.record import CaseRecord
 
 FAILED = ("wrong", "error", "timeout", "crashed")
 # Speedups over NumPy eager beyond these saturate the heatmap's colour.
@@ -24,11 +27,11 @@ def seconds(s: float | None) -> str:
     return f"{s / 1e-9:.3g} ns"
 
 
-def short_repr(header: dict[str, Any], records: list[dict[str, Any]], path: Any) -> str:
+def short_repr(header: dict[str, Any], records: Sequence[CaseRecord], path: Any) -> str:
     """`<Results run ID: 12 cases (10 ok, 2 wrong) of linreg, matmul; FILE>`, never the samples."""
-    counts = Counter(r["status"] for r in records)
+    counts = Counter(r.status for r in records)
     statuses = ", ".join(f"{n} {s}" for s, n in counts.most_common())
-    workloads = ", ".join(dict.fromkeys(r["workload"] for r in records)) or "no workload"
+    workloads = ", ".join(dict.fromkeys(r.workload for r in records)) or "no workload"
     where = f"; {path}" if path is not None else ""
     return f"<Results run {header.get('run_id', '?')}: {len(records)} cases ({statuses or 'none'}) of {workloads}{where}>"
 
@@ -45,22 +48,22 @@ def _heat(speedup: float) -> str:
     return f"rgb({fade},255,{fade})" if x > 0 else f"rgb(255,{fade},{fade})"
 
 
-def results_html(header: dict[str, Any], records: list[dict[str, Any]]) -> str:
+def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
     """Per workload and dtype: rows backend·mode, columns sizes, the median per call in each cell,
     its background the speedup over NumPy eager. WRONG and failed cells are never coloured as fast."""
-    base = {(r["workload"], repr(sorted(r["params"].items())), r["dtype"]): r["median_s"]
-            for r in records if (r["backend"], r["mode"], r["status"]) == ("numpy", "eager", "ok")}
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    base = {(r.workload, repr(sorted(r.params.items())), r.dtype): r.median_s
+            for r in records if (r.backend, r.mode, r.status) == ("numpy", "eager", "ok")}
+    groups: dict[tuple[str, str], list[CaseRecord]] = defaultdict(list)
     for r in records:
-        groups[(r["workload"], r["dtype"])].append(r)
+        groups[(r.workload, r.dtype)].append(r)
     parts = [f"<p><b>arraybench run {html.escape(str(header.get('run_id', '?')))}</b> · "
              f"{len(records)} cases · started {html.escape(str(header.get('started', '?')))} · "
              "cell: median per call; colour: speedup over numpy·eager</p>"]
     for (workload, dtype), recs in groups.items():
-        sizes = sorted({r.get("size") for r in recs}, key=size_key)
-        rows: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
+        sizes = sorted({r.size for r in recs}, key=size_key)
+        rows: dict[str, dict[Any, CaseRecord]] = defaultdict(dict)
         for r in recs:
-            rows[f"{r['backend']}·{r['mode']}" + (f"·{r['device']}" if r.get("device", "cpu") != "cpu" else "")][r.get("size")] = r
+            rows[f"{r.backend}·{r.mode}" + (f"·{r.device}" if r.device != "cpu" else "")][r.size] = r
         head = "".join(f"<th>{html.escape(str(s))}</th>" for s in sizes)
         body = []
         for label in sorted(rows):
@@ -69,17 +72,17 @@ def results_html(header: dict[str, Any], records: list[dict[str, Any]]) -> str:
                 r = rows[label].get(s)
                 if r is None:
                     cells.append("<td></td>")
-                elif r["status"] == "ok":
-                    b = base.get((workload, repr(sorted(r["params"].items())), dtype))
-                    sp = b / r["median_s"] if b and r.get("median_s") else None
+                elif r.status == "ok":
+                    b = base.get((workload, repr(sorted(r.params.items())), dtype))
+                    sp = b / r.median_s if b and r.median_s else None
                     style = f' style="background:{_heat(sp)}"' if sp else ""
                     extra = f" ({sp:.2f}×)" if sp else ""
-                    cells.append(f"<td{style}>{seconds(r['median_s'])}{extra}</td>")
+                    cells.append(f"<td{style}>{seconds(r.median_s)}{extra}</td>")
                 else:
-                    status = r["status"].upper() if r["status"] in FAILED else r["status"]
+                    status = r.status.upper() if r.status in FAILED else r.status
                     style = ' style="background:repeating-linear-gradient(45deg,#fdd,#fdd 4px,#fff 4px,#fff 8px)"' \
-                        if r["status"] in FAILED else ' style="color:#888"'
-                    cells.append(f'<td{style} title="{html.escape(str(r.get("error") or ""))}">{status}</td>')
+                        if r.status in FAILED else ' style="color:#888"'
+                    cells.append(f'<td{style} title="{html.escape(str(r.error or ""))}">{status}</td>')
             body.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
         parts.append(f"<table><caption>{html.escape(workload)} ({html.escape(dtype)})</caption>"
                      f"<tr><th>backend·mode \\ size</th>{head}</tr>{''.join(body)}</table>")

@@ -9,17 +9,23 @@ Schema history (keep old fixtures in tests/fixtures so the loader never silently
       are its), `n_processes`, and statistics over processes (median_s, ci95_s: see
       measurement.Replicated). New per-process fields: minor_faults_per_call, half_width, stop.
       A schema-1 case line loads as one process (upgrade_1_to_2).
+  3 — one typed record (record.CaseRecord, its fields declared in one registry): every case and
+      replicate line holds every field of the registry, `null` where it does not apply, and each
+      `replicates` entry every field of record.ProcessRecord. New per-process fields: wall_s
+      (summed on the case line), inputs_s, reference_s, timer_s, check_s. A schema-2 line loads
+      with its missing fields null (upgrade_2_to_3).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import math
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,16 +33,21 @@ from typing import Any, NoReturn
 
 from arraybench.errors import UsageError
 from arraybench.measurement import Replicated
+from arraybench.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, CaseRecord
 
-SCHEMA = 2
+SCHEMA = 3
 # A case's status: it ran and was right; it failed (never ranked); or it could not run here.
 FAILED = ("wrong", "error", "timeout", "crashed")
 STATUSES = ("ok", *FAILED, "unavailable", "unsupported")
-# What every reader may rely on in a case line (schema 1); the timings only where a case ran.
+# The fields a case line must have, and their types: what loading checks before it builds a record.
+# The timings only where a case ran.
 CASE_FIELDS: dict[str, type | tuple[type, ...]] = {
-    "id": str, "workload": str, "params": dict, "backend": str, "mode": str, "dtype": str, "status": str,
+    name: dict if next(f for f in FIELDS if f.name == name).type.startswith("dict") else str for name in REQUIRED
 }
 TIMED_FIELDS: dict[str, type | tuple[type, ...]] = {"median_s": (int, float), "iqr_s": (int, float)}
+# What a line holds besides a record's fields: its kind and, on a replicate line, the process's round.
+LINE_FIELDS = ("type", "replicate")
+KNOWN_KEYS = frozenset(f.name for f in FIELDS) | set(LINE_FIELDS)
 
 
 @dataclass
@@ -44,11 +55,12 @@ class Results:
     """One results file: its header (run settings and environment) and its case records."""
 
     header: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: list[CaseRecord]
     path: Path | None = None
     warnings: list[str] = field(default_factory=list)
     machine_lines: dict[str, dict[str, Any]] = field(default_factory=dict)
-    replicate_lines: list[dict[str, Any]] = field(default_factory=list)
+    # (round, record) of each replicate line: one process's result, read back only by --resume.
+    replicate_lines: list[tuple[int, CaseRecord]] = field(default_factory=list)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -63,9 +75,9 @@ class Results:
         """Each machine's environment: a cluster run's machine lines, else the header's one machine."""
         return self.machine_lines or {self.environment.get("hostname", "?"): self.environment}
 
-    def latest(self) -> dict[str, dict[str, Any]]:
+    def latest(self) -> dict[str, CaseRecord]:
         """The last record of each case id (a resumed run may have retried a case)."""
-        return {r["id"]: r for r in self.records}
+        return {r.id: r for r in self.records}
 
     def __repr__(self) -> str:
         from arraybench.notebook import short_repr
@@ -98,12 +110,13 @@ class Results:
         )
 
 
-def flat_record(r: dict[str, Any]) -> dict[str, Any]:
-    """A record's scalar fields, its parameters as `param.NAME`, and its backend's version."""
-    row = {k: v for k, v in r.items() if k != "type" and not isinstance(v, dict | list)}
-    row["samples_s"] = r.get("samples_s", [])  # the raw samples, for statistics of one's own
-    row.update({f"param.{k}": v for k, v in r.get("params", {}).items()})
-    info = r.get("backend_info") or {}
+def flat_record(r: CaseRecord) -> dict[str, Any]:
+    """A record's scalar fields (record.FLAT_FIELDS), its raw samples, its parameters as `param.NAME`,
+    and its backend's version and verified threads."""
+    row: dict[str, Any] = {name: getattr(r, name) for name in FLAT_FIELDS}
+    row["samples_s"] = list(r.samples_s)  # the raw samples, for statistics of one's own
+    row.update({f"param.{k}": v for k, v in r.params.items()})
+    info = r.backend_info or {}
     row["version"] = info.get("version")
     row["threads_verified"] = info.get("threads_verified")
     return row
@@ -143,12 +156,12 @@ class ResultsWriter:
         self._f.flush()
         os.fsync(self._f.fileno())
 
-    def append(self, record: dict[str, Any]) -> None:
-        self._write({"type": "case", **record})
+    def append(self, record: CaseRecord) -> None:
+        self._write({"type": "case", **record.to_json()})
 
-    def append_replicate(self, record: dict[str, Any], replicate: int) -> None:
+    def append_replicate(self, record: CaseRecord, replicate: int) -> None:
         """One process's result for a case, kept so --resume need not measure it again."""
-        self._write({**record, "type": "replicate", "replicate": replicate})
+        self._write({"type": "replicate", "replicate": replicate, **record.to_json()})
 
     def add_machine(self, machine: str, environment: dict[str, Any]) -> None:
         """Record the environment of a machine that cases of this run ran on (a cluster run)."""
@@ -230,6 +243,30 @@ def load_results(path: str | os.PathLike[str]) -> Results:
     p = Path(path)
     if p.is_dir():
         p = p / "results.jsonl"
+    objs, warnings = _read_objects(p)
+    schema = _header_schema(p, objs[0])
+    records, machines, replicates, unknown = [], {}, [], set()
+    for i, obj in enumerate(objs[1:], 2):
+        kind = obj.get("type")
+        if kind == "machine" and isinstance(obj.get("environment"), dict):
+            machines[str(obj.get("machine"))] = obj["environment"]
+        elif kind == "replicate" and isinstance(obj.get("id"), str):
+            unknown |= obj.keys() - KNOWN_KEYS
+            replicates.append((int(obj.get("replicate") or 0), CaseRecord.from_json(upgrade(obj, schema))))
+        elif kind == "case":
+            problem = _case_problem(obj)
+            if problem:
+                raise UsageError(f"results file {str(p)!r} line {i} {problem}")
+            unknown |= obj.keys() - KNOWN_KEYS
+            records.append(CaseRecord.from_json(upgrade(obj, schema)))
+    if unknown:
+        warnings.append(f"{p}: ignored fields this arraybench does not know: {', '.join(sorted(unknown))}")
+    return Results(header=objs[0], records=records, path=p, warnings=warnings, machine_lines=machines,
+                   replicate_lines=replicates)
+
+
+def _read_objects(p: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every whole line of the file as a JSON object, and a warning where a torn last line was dropped."""
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
@@ -262,36 +299,31 @@ def load_results(path: str | os.PathLike[str]) -> Results:
         if not isinstance(obj, dict):
             raise UsageError(f"results file {str(p)!r} line {i} is not a JSON object")
         objs.append(obj)
-    header = objs[0]
+    return objs, warnings
+
+
+def _header_schema(p: Path, header: dict[str, Any]) -> int:
+    """The schema the header declares, if this arraybench reads it."""
     if header.get("type") != "header" or "schema" not in header:
         raise UsageError(f"results file {str(p)!r} has no arraybench header on line 1")
     schema = header["schema"]
-    if not isinstance(schema, int) or schema < 1:
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
         raise UsageError(f"results file {str(p)!r} has an invalid schema {schema!r}")
     if schema > SCHEMA:
         raise UsageError(
             f"results file {str(p)!r} has schema {schema}, newer than this arraybench reads ({SCHEMA}); upgrade arraybench"
         )
-    records = []
-    machines = {}
-    replicates = []
-    for i, obj in enumerate(objs[1:], 2):
-        if obj.get("type") == "machine" and isinstance(obj.get("environment"), dict):
-            machines[str(obj.get("machine"))] = obj["environment"]
-        if obj.get("type") == "replicate" and isinstance(obj.get("id"), str):
-            replicates.append(obj)
-        if obj.get("type") != "case":
-            continue
-        problem = _case_problem(obj)
-        if problem:
-            raise UsageError(f"results file {str(p)!r} line {i} {problem}")
-        records.append(upgrade_1_to_2(obj) if schema == 1 else obj)
-    return Results(header=header, records=records, path=p, warnings=warnings, machine_lines=machines,
-                   replicate_lines=replicates)
+    return schema
 
 
 def upgrade_1_to_2(record: dict[str, Any]) -> dict[str, Any]:
-    """A schema-1 case line as schema 2: its samples came from one process."""
+    """A schema-1 case line as schema 2: its samples came from one process.
+
+    A line that has `replicates` is newer already (a resumed run appends in the current schema),
+    so every upgrade leaves such a line as it is.
+    """
+    if "replicates" in record:
+        return record
     out = dict(record)
     samples = out.get("samples_s") or []
     out["n_processes"] = 1 if samples else 0
@@ -300,16 +332,45 @@ def upgrade_1_to_2(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def measured(record: dict[str, Any]) -> Replicated | None:
+def upgrade_2_to_3(record: dict[str, Any]) -> dict[str, Any]:
+    """A schema-2 case or replicate line as schema 3: every field present, null where it did not apply.
+
+    Schema 2 wrote only the fields that applied to a line (no `traceback` unless an error, no
+    `cold_*` off the GPU, no `replicates` on a failed case) and `replicates` entries with the
+    fields that process had.
+    """
+    out: dict[str, Any] = {f.name: record.get(f.name, dataclasses.MISSING) for f in FIELDS}
+    defaults = {f.name: f.default for f in dataclasses.fields(CaseRecord)}
+    out = {k: (defaults[k] if v is dataclasses.MISSING else v) for k, v in out.items()}
+    out["samples_s"] = list(out["samples_s"] or [])
+    out["replicates"] = [{f.name: p.get(f.name, None if f.name != "n_samples" else 0) for f in PROCESS_FIELDS}
+                         for p in out["replicates"] or []]
+    return out
+
+
+# UPGRADES[v] takes a case or replicate line from schema v to v + 1; never edit a released one.
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: upgrade_1_to_2, 2: upgrade_2_to_3}
+
+
+def upgrade(line: dict[str, Any], schema: int) -> dict[str, Any]:
+    """A line of a schema-`schema` file in the current schema: each version's upgrade in turn."""
+    out = line
+    for version in range(schema, SCHEMA):
+        out = UPGRADES[version](out)
+    return out
+
+
+def measured(record: CaseRecord) -> Replicated | None:
     """A record's samples as Replicated (one Measurement per process), or None when it has none.
 
-    A record without `replicates` (a cluster run's, or one built by hand) is one process.
+    A record without `replicates` (one process's record, or one built by hand) is one process.
     """
-    samples = record.get("samples_s") or []
+    samples = record.samples_s
     if not samples:
         return None
-    reps = record.get("replicates") or [{"n_samples": len(samples), "loops": record.get("loops") or 1}]
-    return Replicated.from_counts(samples, [r["n_samples"] for r in reps], [r.get("loops") or 1 for r in reps])
+    counts = [p.n_samples for p in record.replicates] or [len(samples)]
+    loops = [p.loops or 1 for p in record.replicates] or [record.loops or 1]
+    return Replicated.from_counts(samples, counts, loops)
 
 
 def _case_problem(obj: dict[str, Any]) -> str:
@@ -327,11 +388,10 @@ def _case_problem(obj: dict[str, Any]) -> str:
     return ""
 
 
-def merge(results: Iterable[Results]) -> list[dict[str, Any]]:
+def merge(results: Iterable[Results]) -> list[CaseRecord]:
     """All records of several files, each tagged with the machine it ran on."""
     out = []
     for res in results:
         machine = res.environment.get("hostname", "?")
-        for r in res.records:
-            out.append({**r, "machine": r.get("machine", machine)})
+        out += [r if r.machine is not None else dataclasses.replace(r, machine=machine) for r in res.records]
     return out

@@ -15,8 +15,8 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -24,6 +24,7 @@ from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
 from arraybench.case import Case
 from arraybench.execute import blank_record
+from arraybench.record import CaseRecord, ProcessRecord, stats_fields
 from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
 from arraybench.units import format_seconds, format_size
@@ -133,7 +134,7 @@ class Worker:
         lines = [ln for ln in re.split(r"\n(?:Current thread|Thread) 0x", text)[0].splitlines() if ln.strip()]
         return lines[-1][:300] if lines else ""
 
-    def run(self, case: Case, timer: TimerConfig, seed: int, timeout: float) -> dict[str, Any]:
+    def run(self, case: Case, timer: TimerConfig, seed: int, timeout: float) -> CaseRecord:
         request = {"case": case.to_dict(), "timer": asdict(timer), "seed": seed}
         try:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())  # type: ignore[union-attr]
@@ -142,7 +143,7 @@ class Worker:
             self.proc.wait()
             raise WorkerDied(self.death_reason()) from None
         msg = self.read(timeout)
-        return msg["record"]
+        return CaseRecord.from_json(msg["record"])
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -157,7 +158,7 @@ class Worker:
 class CaseRunner(Protocol):
     """What session.execute drives: Runner here, or cluster.ClusterRunner on Dask workers."""
 
-    def run(self, cases: list[Case]) -> list[dict[str, Any]]: ...
+    def run(self, cases: list[Case]) -> list[CaseRecord]: ...
 
 
 class Runner:
@@ -178,10 +179,10 @@ class Runner:
         seed: int,
         timeout: float,
         log_dir: Path,
-        on_record: Callable[[dict[str, Any]], None] = lambda r: None,
+        on_record: Callable[[CaseRecord], None] = lambda r: None,
         memory_limit: int | None = None,
-        on_replicate: Callable[[dict[str, Any], int], None] = lambda r, k: None,
-        partial: dict[str, list[dict[str, Any]]] | None = None,
+        on_replicate: Callable[[CaseRecord, int], None] = lambda r, k: None,
+        partial: dict[str, list[CaseRecord]] | None = None,
     ) -> None:
         self.writer, self.seed, self.processes = writer, seed, max(1, timer.processes)
         self.on_record, self.on_replicate = on_record, on_replicate
@@ -200,8 +201,8 @@ class Runner:
         random.Random(seed if round == 0 else f"{seed}/round {round}").shuffle(out)
         return out
 
-    def run(self, cases: list[Case]) -> list[dict[str, Any]]:
-        done: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    def run(self, cases: list[Case]) -> list[CaseRecord]:
+        done: dict[str, list[CaseRecord]] = defaultdict(list)
         for cid, recs in self.partial.items():
             done[cid] = list(recs)
         finished: set[str] = set()
@@ -212,15 +213,13 @@ class Runner:
                     if case.id in finished or len(done[case.id]) > k:  # failed early, or resumed past k
                         continue
                     t0 = time.monotonic()
-                    rec = self.pool.run_one(case)
                     # What measuring this process cost, worker start-up included where it had one.
-                    rec["wall_s"] = time.monotonic() - t0
-                    rec["machine"] = self.machine
+                    rec = replace(self.pool.run_one(case), wall_s=time.monotonic() - t0, machine=self.machine)
                     if self.processes > 1:  # with one, the case line follows at once
                         self.writer.append_replicate(rec, k)
                     done[case.id].append(rec)
                     self.on_replicate(rec, k)
-                    if k == self.processes - 1 or rec["status"] not in ("ok", "wrong"):
+                    if k == self.processes - 1 or rec.status not in ("ok", "wrong"):
                         final = merge_processes(done[case.id])
                         self.writer.append(final)
                         records.append(final)
@@ -234,50 +233,47 @@ class Runner:
         return records
 
 
-# A process's own fields, kept per process in `replicates`; the case line gives their median.
-PROCESS_FIELDS = ("first_call_s", "transfer_s", "to_host_s", "build_s", "latency_s",
-                  "minor_faults_per_call", "overhead_s")
-PROCESS_ONLY_FIELDS = ("loops", "median_s", "half_width", "stop", "warmup_calls", "peak_memory_bytes",
-                       "wall_s", "inputs_s", "reference_s", "timer_s", "check_s")
+# A process's own figures whose median over processes the case line gives (each process's are in `replicates`).
+MEDIAN_OVER_PROCESSES = ("first_call_s", "transfer_s", "to_host_s", "build_s", "latency_s",
+                         "minor_faults_per_call", "overhead_s")
+# A process's own figures that have no meaning over processes: only in `replicates` on a case line.
+ONLY_PER_PROCESS = ("loops", "half_width", "stop", "warmup_calls", "inputs_s", "reference_s", "timer_s", "check_s")
 
 
-def merge_processes(recs: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
     """The case record from its processes' records: every process's samples, statistics over them.
 
     The status is the worst any process saw: one wrong or crashed process makes the case so.
     """
     severity = {s: i for i, s in enumerate(("crashed", "timeout", "error", "wrong"))}
-    worst = min(recs, key=lambda r: severity.get(r["status"], len(severity)))
-    timed = [r for r in recs if r.get("samples_s")]
-    out = {k: v for k, v in worst.items() if k not in ("type", "replicate")}
-    walls = [r["wall_s"] for r in recs if r.get("wall_s") is not None]
-    if walls:  # what the case cost to measure, over all its processes
-        out["wall_s"] = sum(walls)
+    worst = min(recs, key=lambda r: severity.get(r.status, len(severity)))
+    timed = [r for r in recs if r.samples_s]
+    walls = [r.wall_s for r in recs if r.wall_s is not None]
+    out = replace(worst, wall_s=sum(walls)) if walls else worst  # what the case cost, over all its processes
     if not timed:
         return out
-    out["samples_s"] = [x for r in timed for x in r["samples_s"]]
-    out["replicates"] = [
-        {"n_samples": len(r["samples_s"]), **{k: r.get(k) for k in PROCESS_ONLY_FIELDS + PROCESS_FIELDS}}
-        for r in timed
-    ]
-    for k in PROCESS_FIELDS:
-        values = [r[k] for r in timed if r.get(k) is not None]
-        out[k] = statistics.median(values) if values else None
-    peaks = [r["peak_memory_bytes"] for r in timed if r.get("peak_memory_bytes") is not None]
-    out["peak_memory_bytes"] = max(peaks) if peaks else None
-    cold = sorted(x for r in timed for x in r.get("cold_samples_s") or ())
+    changes: dict[str, Any] = {
+        "samples_s": tuple(x for r in timed for x in r.samples_s),
+        "replicates": tuple(ProcessRecord.of(r) for r in timed),
+        **{k: None for k in ONLY_PER_PROCESS},
+    }
+    for k in MEDIAN_OVER_PROCESSES:
+        values = [getattr(r, k) for r in timed if getattr(r, k) is not None]
+        changes[k] = statistics.median(values) if values else None
+    peaks = [r.peak_memory_bytes for r in timed if r.peak_memory_bytes is not None]
+    changes["peak_memory_bytes"] = max(peaks) if peaks else None
+    cold = sorted(x for r in timed for x in r.cold_samples_s or ())
     if cold:  # a GPU case's L2-cold calls, pooled over its processes
-        out["cold_samples_s"], out["cold_median_s"] = cold, statistics.median(cold)
-    clocks = [r["gpu_clock"] for r in timed if r.get("gpu_clock")]
+        changes["cold_samples_s"], changes["cold_median_s"] = tuple(cold), statistics.median(cold)
+    clocks = [r.gpu_clock for r in timed if r.gpu_clock]
     if clocks:  # the case ran throttled if any of its processes did
-        out["gpu_clock"] = next((c for c in clocks if c.get("throttled")), clocks[0])
-    for k in ("loops", "half_width", "stop", "warmup_calls", "inputs_s", "reference_s", "timer_s", "check_s"):
-        out.pop(k, None)
+        changes["gpu_clock"] = next((c for c in clocks if c.get("throttled")), clocks[0])
+    out = replace(out, **changes)
     stats = measured(out)
     assert stats is not None  # timed is not empty
-    out.update(stats.summary())
-    if out["status"] in FAILED and out["status"] != "wrong" and len(recs) > 1:
-        out["error"] = f"{out['error']} (in process {recs.index(worst) + 1} of {len(recs)})"
+    out = replace(out, **stats_fields(stats.summary()))
+    if out.status in FAILED and out.status != "wrong" and len(recs) > 1:
+        out = replace(out, error=f"{out.error} (in process {recs.index(worst) + 1} of {len(recs)})")
     return out
 
 
@@ -299,7 +295,7 @@ class WorkerPool:
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
 
-    def run_one(self, case: Case) -> dict[str, Any]:
+    def run_one(self, case: Case) -> CaseRecord:
         cls = backend_class(case.backend)
         ok, reason = cls.installed()
         if not ok:
@@ -351,21 +347,21 @@ class Progress:
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
 
-    def replicate(self, rec: dict[str, Any], k: int) -> None:
+    def replicate(self, rec: CaseRecord, k: int) -> None:
         """One process of a case done (the case's own line follows its last process)."""
         self.processes_done += 1
-        if k < self.processes - 1 and rec["status"] in ("ok", "wrong"):
-            what = f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']} process {k + 1}/{self.processes}"
-            self._write(what, f"{format_seconds(rec['median_s'])} {rec['status']}")
+        if k < self.processes - 1 and rec.status in ("ok", "wrong"):
+            what = f"{rec.workload}[{rec.size}] {rec.backend}-{rec.mode} process {k + 1}/{self.processes}"
+            self._write(what, f"{format_seconds(rec.median_s)} {rec.status}")
 
-    def __call__(self, rec: dict[str, Any]) -> None:
+    def __call__(self, rec: CaseRecord) -> None:
         self.done += 1
-        what = f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']}"
-        if rec["status"] in ("ok", "wrong"):
-            spread = f", processes ±{50 * rec['process_spread']:.0f}%" if rec.get("n_processes", 1) > 1 else ""
-            result = f"{format_seconds(rec['median_s'])} {rec['status']}{spread}"
+        what = f"{rec.workload}[{rec.size}] {rec.backend}-{rec.mode}"
+        if rec.status in ("ok", "wrong"):
+            spread = f", processes ±{50 * (rec.process_spread or 0):.0f}%" if (rec.n_processes or 1) > 1 else ""
+            result = f"{format_seconds(rec.median_s)} {rec.status}{spread}"
         else:
-            result = rec["status"]
+            result = rec.status
         self._write(what, result)
 
     def _write(self, what: str, result: str) -> None:

@@ -11,6 +11,7 @@ from arraybench import __version__, environment, peaks, refine
 from arraybench.case import Case
 from arraybench.errors import UsageError
 from arraybench.plan import build_plan
+from arraybench.record import CaseRecord
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.run_ids import new_run_id
 from arraybench.runner import CaseRunner, Progress, Runner
@@ -32,7 +33,7 @@ def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None)
     }
 
 
-def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, list[dict[str, Any]]]]:
+def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, list[CaseRecord]]]:
     """The settings of the interrupted run in `out_dir`, the ids it already finished, and the
     processes already measured of the cases it had not finished."""
     previous = load_results(out_dir)
@@ -42,11 +43,11 @@ def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, lis
         settings = None
     if settings is None:
         raise UsageError(f"results file {str(previous.path)!r} holds no run settings to resume with")
-    done = {r["id"] for r in previous.records}
-    partial: dict[str, list[dict[str, Any]]] = {}
-    for r in sorted(previous.replicate_lines, key=lambda r: r.get("replicate", 0)):
-        if r["id"] not in done:
-            partial.setdefault(r["id"], []).append(r)
+    done = {r.id for r in previous.records}
+    partial: dict[str, list[CaseRecord]] = {}
+    for _, r in sorted(previous.replicate_lines, key=lambda kr: kr[0]):
+        if r.id not in done:
+            partial.setdefault(r.id, []).append(r)
     return settings, done, partial
 
 
@@ -55,7 +56,7 @@ def execute(
     out_dir: Path,
     *,
     resume: bool = False,
-    on_start: Callable[[int], Callable[[dict[str, Any]], None]] = lambda n: (lambda r: None),
+    on_start: Callable[[int], Callable[[CaseRecord], None]] = lambda n: (lambda r: None),
     store: Path | None = None,
     make_runner: Callable[..., CaseRunner] = Runner,
     run_id: str | None = None,
@@ -71,7 +72,7 @@ def execute(
     backend·mode changes between planned sizes (refine.py), until each such crossover is bracketed.
     """
     done: set[str] = set()
-    partial: dict[str, list[dict[str, Any]]] = {}
+    partial: dict[str, list[CaseRecord]] = {}
     if resume:
         settings, done, partial = resume_settings(out_dir)
     if settings is None:

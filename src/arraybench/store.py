@@ -13,12 +13,15 @@ from typing import Any
 
 from arraybench import environment
 from arraybench.errors import UsageError
+from arraybench.record import CaseRecord
 from arraybench.results import (
     FAILED,
     Results,
     finite,
     load_results,
+    upgrade,
 )
+from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.run_ids import run_id
 
 DEFAULT_PATH = Path(".arraybench") / "results.db"
@@ -149,16 +152,15 @@ class Store:
             )
         return rid
 
-    def add_record(self, rid: str, record: dict[str, Any]) -> None:
+    def add_record(self, rid: str, record: CaseRecord) -> None:
         with self._transaction() as db:
             self._insert(db, rid, record)
 
     @staticmethod
-    def _insert(db: sqlite3.Connection, rid: str, record: dict[str, Any]) -> None:
-        rec = {k: v for k, v in record.items() if k != "type"}
+    def _insert(db: sqlite3.Connection, rid: str, record: CaseRecord) -> None:
         db.execute(
             "INSERT INTO cases (run_id, case_id, record, backend, mode, status) VALUES (?, ?, ?, ?, ?, ?)",
-            (rid, rec["id"], _dumps(rec), rec["backend"], rec["mode"], rec["status"]),
+            (rid, record.id, _dumps(record.to_json()), record.backend, record.mode, record.status),
         )
 
     def add_results(self, results: Results) -> tuple[str, int]:
@@ -212,7 +214,10 @@ class Store:
             "SELECT environment, settings, header FROM runs WHERE id = ?", (rid,)).fetchone()
         header = {"type": "header", **json.loads(rest), "settings": json.loads(settings),
                   "environment": json.loads(env)}
-        records = [{"type": "case", **json.loads(r[0])} for r in self.conn.execute(
+        # A record is stored as its results file held it: a run's older records in its header's
+        # schema (a resumed run's newer ones in the current one), upgraded here as a file is.
+        schema = header.get("schema", RESULTS_SCHEMA)
+        records = [CaseRecord.from_json(upgrade(json.loads(r[0]), schema)) for r in self.conn.execute(
             "SELECT record FROM cases WHERE run_id = ? ORDER BY rowid", (rid,))]
         return Results(header=header, records=records)
 
@@ -221,7 +226,7 @@ def _dumps(obj: Any) -> str:
     return json.dumps(finite(obj), default=str, allow_nan=False)
 
 
-def recording(store: Path, results_path: Path, then: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+def recording(store: Path, results_path: Path, then: Callable[[CaseRecord], None]) -> Callable[[CaseRecord], None]:
     """Wrap a run's per-record callback so that each record also lands in the store.
 
     The run is registered (with any records its file already holds, when resuming) before
@@ -232,7 +237,7 @@ def recording(store: Path, results_path: Path, then: Callable[[dict[str, Any]], 
         rid, _ = st.add_results(load_results(results_path))
     broken = False
 
-    def on_record(rec: dict[str, Any]) -> None:
+    def on_record(rec: CaseRecord) -> None:
         nonlocal broken
         if not broken:
             try:

@@ -14,6 +14,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +76,7 @@ def die_with_parent(parent: int | None) -> None:
         os._exit(1)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="arraybench.worker")
     p.add_argument("--backend", required=True)
     p.add_argument("--threads", type=int, required=True)
@@ -83,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parent", type=int, help="the runner's pid, to exit if it is already gone")
     p.add_argument("--memory-limit", type=int, help="bytes")
     p.add_argument("--reference-cache", help="directory of references shared by the run's workers")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def set_up(args: argparse.Namespace) -> tuple[Callable[[dict[str, Any]], None], str]:
+    """Everything before the framework is imported: parent watch, protocol pipe, cores, allocator,
+    memory limit. Returns the function that sends a protocol message, and what the allocator got."""
     die_with_parent(args.parent)
     # A segfault's Python stack goes to the log, which the runner keeps.
     faulthandler.enable()
@@ -100,12 +107,16 @@ def main(argv: list[str] | None = None) -> int:
     allocator = steady_allocator()
     if args.memory_limit:
         apply_memory_limit(args.memory_limit)
+    return send, allocator
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    send, allocator = set_up(args)
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class
-    from arraybench.case import Case
     from arraybench.execute import CaseExecutor
-    from arraybench.timing import TimerConfig
 
     be = backend_class(args.backend)(args.threads, args.dtype, args.device)
     try:
@@ -117,16 +128,24 @@ def main(argv: list[str] | None = None) -> int:
         send({"type": "unavailable", "reason": str(e)})
         return 0
     send({"type": "ready", "info": info})
-    executor = CaseExecutor(be, Path(args.reference_cache) if args.reference_cache else None)
+    serve(CaseExecutor(be, Path(args.reference_cache) if args.reference_cache else None), info,
+          args.memory_limit, send)
+    return 0
+
+
+def serve(executor: Any, info: dict[str, Any], memory_limit: int | None,
+          send: Callable[[dict[str, Any]], None]) -> None:
+    """Answer each case request on stdin with its record, until stdin closes."""
+    from arraybench.case import Case
+    from arraybench.timing import TimerConfig
+
     for line in sys.stdin:
         request = json.loads(line)
         case = Case.from_dict(request["case"])
-        record = executor.run(case, TimerConfig(**request["timer"]), request["seed"])
-        record["backend_info"] = info
-        if args.memory_limit and record["error"].startswith("MemoryError"):
-            record["error"] += f" (over --memory-limit {format_size(args.memory_limit)})"
-        send({"type": "record", "record": record})
-    return 0
+        record = replace(executor.run(case, TimerConfig(**request["timer"]), request["seed"]), backend_info=info)
+        if memory_limit and record.error.startswith("MemoryError"):
+            record = replace(record, error=f"{record.error} (over --memory-limit {format_size(memory_limit)})")
+        send({"type": "record", "record": record.to_json()})
 
 
 if __name__ == "__main__":

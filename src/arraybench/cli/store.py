@@ -13,6 +13,7 @@ from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
 from arraybench.report.table import render_markdown, tables
+from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, flat_record, load_results
 from arraybench.run_ids import run_id
 from arraybench.store import DEFAULT_PATH, Store, load
@@ -71,7 +72,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         res = st.load(args.run)
     records = list(res.latest().values())
     if args.format == "json":
-        print(formats.json_text({"header": res.header, "records": records}), end="")
+        print(formats.json_text({"header": res.header, "records": [r.to_json() for r in records]}), end="")
         return EXIT_OK
     if args.format == "csv":
         print(formats.render_rows([flat_record(r) for r in records], "csv"), end="")
@@ -110,7 +111,8 @@ def cmd_export(args: argparse.Namespace) -> int:
               f"({args.format})", file=sys.stderr)
         return EXIT_OK
     try:
-        writer = ResultsWriter(out, res.header)
+        # Its records are written in the current schema, so the copy's header says so.
+        writer = ResultsWriter(out, {**res.header, "schema": RESULTS_SCHEMA})
     except OSError as e:
         raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
     for rec in res.records:

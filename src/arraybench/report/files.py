@@ -7,24 +7,45 @@ import io
 import json
 from typing import Any
 
-from arraybench.report.model import ReportData
+from arraybench.record import FIELDS
+from arraybench.report.model import CaseView, ReportData
 
-CSV_COLUMNS = (
+# The columns of results.csv, in order: each a field of the record or of its report view (their
+# unit and meaning are in those registries, and docs/results-format.md lists them from there). An
+# interval field `X_s` (a pair) becomes two columns, `X_low_s` and `X_high_s`; `params` is JSON.
+CSV_FIELDS = (
     "machine", "workload", "size", "params", "backend", "mode", "device", "dtype", "threads",
-    "status", "median_s", "iqr_s", "q25_s", "q75_s", "ci95_low_s", "ci95_high_s", "n_samples",
+    "status", "median_s", "iqr_s", "q25_s", "q75_s", "ci95_s", "n_samples",
     "noisy", "first_call_s", "transfer_s", "speedup", "gflops", "gbs", "pct_flop_peak",
     "pct_bw_peak", "rel_err", "tolerance", "error", "id",
 )
+PAIRS = {name for name in CSV_FIELDS if any(f.name == name and f.type.startswith("tuple[float, float]")
+                                            for f in FIELDS)}
+
+
+def csv_columns() -> tuple[str, ...]:
+    """The header row: CSV_FIELDS with each pair split in two."""
+    return tuple(c for name in CSV_FIELDS
+                 for c in ((f"{name[:-2]}_low_s", f"{name[:-2]}_high_s") if name in PAIRS else (name,)))
+
+
+def csv_cells(view: CaseView) -> list[Any]:
+    """One row's values, in csv_columns order ("" for none)."""
+    row: list[Any] = []
+    for name in CSV_FIELDS:
+        value = view[name]
+        if name in PAIRS:
+            row += list(value) if value else [None, None]
+        else:
+            row.append(json.dumps(value, sort_keys=True) if name == "params" else value)
+    return ["" if v is None else v for v in row]
 
 
 def csv_text(data: ReportData) -> str:
     """One row per case (the latest record of each case on each machine)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
+    w.writerow(csv_columns())
     for r in sorted(data.records, key=lambda r: (r["machine"], r["workload"], r["id"])):
-        ci = r.get("ci95_s") or [None, None]
-        row: dict[str, Any] = {**r, "params": json.dumps(r.get("params", {}), sort_keys=True),
-                               "ci95_low_s": ci[0], "ci95_high_s": ci[1]}
-        w.writerow(["" if row.get(c) is None else row[c] for c in CSV_COLUMNS])
+        w.writerow(csv_cells(r))
     return buf.getvalue()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from arraybench.measurement import Measurement
+from arraybench.record import CaseRecord, described, registry
 from arraybench.report import bound
 from arraybench.report.table import speedups
 from arraybench.results import FAILED, Results, merge
@@ -22,31 +23,41 @@ SUB_MICROSECOND_S = 1e-6
 class ReportData:
     """Records of one or more results files, keyed by (machine, case id), plus each machine's header."""
 
-    records: list[dict[str, Any]]
+    records: list[CaseView]
     headers: dict[str, dict[str, Any]]  # machine -> results header (settings, environment)
 
     @classmethod
     def from_results(cls, results: Sequence[Results]) -> ReportData:
-        latest = {(r["machine"], r["id"]): r for r in merge(results)}
+        latest = {(r.machine, r.id): r for r in merge(results)}
         headers = {res.environment.get("hostname", "?"): res.header for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
             for machine, env in res.machine_lines.items():
                 headers.setdefault(machine, {**res.header, "environment": env})
-        data = cls(records=list(latest.values()), headers=headers)
-        _derive(data)
-        return data
+        label = cls([], headers).label_in(list(latest.values()))
+        return cls(records=_derive(list(latest.values()), headers, label), headers=headers)
 
     @property
     def machines(self) -> list[str]:
         return sorted({r["machine"] for r in self.records})
 
-    def label(self, r: dict[str, Any]) -> str:
+    def label(self, r: Mapping[str, Any]) -> str:
         """backend·mode, plus the device and machine only where the data has more than one."""
-        label = f"{r['backend']}·{r['mode']}"
-        if len({x.get("device", "cpu") for x in self.records}) > 1:
-            label += f"·{r.get('device', 'cpu')}"
-        if len(self.machines) > 1:
-            label += f" @{r['machine']}"
+        return self.label_in(self.records)(r)
+
+    @staticmethod
+    def label_in(records: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
+        """ReportData.label among `records` (before their views exist)."""
+        devices = len({x.get("device", "cpu") for x in records})
+        machines = len({x["machine"] for x in records})
+
+        def label(r: Mapping[str, Any]) -> str:
+            text = f"{r['backend']}·{r['mode']}"
+            if devices > 1:
+                text += f"·{r.get('device', 'cpu')}"
+            if machines > 1:
+                text += f" @{r['machine']}"
+            return text
+
         return label
 
     def labels(self, records: Sequence[dict[str, Any]] | None = None) -> list[str]:
@@ -81,48 +92,99 @@ def size_param(records: Sequence[dict[str, Any]]) -> str:
     return keys[0] if len(keys) == 1 else "size"
 
 
-def _derive(data: ReportData) -> None:
-    """Add speedup vs NumPy (same machine), quartiles, the 95 % interval, GFLOP/s, GB/s, % of that
-    machine's peaks, arithmetic intensity, the bound and the harness's own per-call cost."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in data.records:
-        groups[r["machine"]].append(r)
+@dataclass(frozen=True)
+class CaseView(Mapping[str, Any]):
+    """A record as a report shows it: the record, unchanged, and the numbers derived from it, its
+    neighbours (NumPy at the same point, the sweep it belongs to) and its machine's peaks.
+
+    Read-only like the record; as a Mapping it answers a record field or a derived one by name
+    (`view["median_s"]`, `view["speedup"]`), the way the report modules read them.
+    """
+
+    record: CaseRecord = described("", "the case's record, as its results file holds it", required=True)
+    speedup: float | None = described("ratio", "NumPy eager's median over this one's, at the same workload, "
+                                               "params, dtype and machine")
+    q25_s: float | None = described("s", "the pooled samples' 25th percentile (never above `median_s`)")
+    q75_s: float | None = described("s", "the pooled samples' 75th percentile (never below `median_s`)")
+    ci_low_s: float | None = described("s", "the lower end of the 95 % interval the plots draw")
+    ci_high_s: float | None = described("s", "its upper end")
+    no_rate: str = described("", "why no GFLOP/s or GB/s is shown, where none is", default="")
+    gflops: float | None = described("GFLOP/s", "`flops` over `median_s`")
+    gbs: float | None = described("GB/s", "bytes moved over `median_s`")
+    intensity: float | None = described("FLOP/byte", "arithmetic intensity, `flops` over `bytes`")
+    pct_flop_peak: float | None = described("%", "GFLOP/s as a share of the machine's measured matmul peak")
+    pct_bw_peak: float | None = described("%", "GB/s as a share of the machine's measured streaming bandwidth")
+    dispatch_floor_s: float | None = described("s", "the fastest median of this backend·mode on this machine: "
+                                                    "its per-call floor")
+    bound: str | None = described("", "what limits the case: compute, memory, dispatch, ...")
+    harness_s: float | None = described("s", "the harness's own per-call cost, shown beside sub-µs CPU cases")
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _DERIVED:
+            return getattr(self, key)
+        return self.record[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*self.record, *_DERIVED))
+
+    def __len__(self) -> int:
+        return len(self.record) + len(_DERIVED)
+
+
+DERIVED_FIELDS = registry(CaseView)[1:]
+_DERIVED = frozenset(f.name for f in DERIVED_FIELDS)
+
+
+def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], label: Any) -> list[CaseView]:
+    """Each record's view: speedup vs NumPy (same machine), quartiles, the 95 % interval, GFLOP/s,
+    GB/s, % of that machine's peaks, arithmetic intensity, the bound and the harness's own per-call cost."""
+    def peaks_of(machine: str | None) -> dict[str, Any]:
+        return headers.get(machine or "", {}).get("environment", {}).get("peaks", {})
+
+    groups: dict[str | None, list[CaseRecord]] = defaultdict(list)
+    for r in records:
+        groups[r.machine].append(r)
+    speedup: dict[tuple[str, str | None], float] = {}
     for group in groups.values():
-        sp = speedups(group)
-        for r in group:
-            r["speedup"] = sp.get((r["id"], r.get("machine")))
-    floors = bound.dispatch_floors(data.records, data.label)
-    sweeps: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for r in data.records:
-        sweeps[(r["machine"], data.label(r), r["workload"], r["dtype"])].append(r)
+        speedup.update(speedups(group))
+    floors = bound.dispatch_floors(records, label)
+    sweeps: dict[tuple, list[CaseRecord]] = defaultdict(list)
+    for r in records:
+        sweeps[(r.machine, label(r), r.workload, r.dtype)].append(r)
     flat = set().union(*map(bound.fixed_cost_dominates, sweeps.values()))
-    for r in data.records:
-        ok = r["status"] == "ok" and bool(r.get("median_s"))
-        samples = r.get("samples_s") or []
-        if ok and samples:
-            m = Measurement(tuple(samples))
-            # median_s weighs each process alike (measurement.Replicated); pooled quartiles of
-            # processes with unequal sample counts need not bracket it.
-            r["q25_s"], r["q75_s"] = min(m.quantile(0.25), r["median_s"]), max(m.quantile(0.75), r["median_s"])
-            r["ci_low_s"], r["ci_high_s"] = r.get("ci95_s") or m.ci95
-        elif ok:
-            half = (r.get("iqr_s") or 0.0) / 2
-            r["q25_s"], r["q75_s"] = r["median_s"] - half, r["median_s"] + half
-            r["ci_low_s"], r["ci_high_s"] = r.get("ci95_s") or (r["q25_s"], r["q75_s"])
-        peaks = data.peaks(r["machine"])
-        r["no_rate"] = bound.no_rate_reason(r, peaks) if ok else ""
-        moved = bound.moved_bytes(r, peaks) if ok else None
-        r["gflops"] = r["flops"] / r["median_s"] / 1e9 if ok and r.get("flops") else None
-        r["gbs"] = moved / r["median_s"] / 1e9 if moved else None
-        r["intensity"] = r["flops"] / r["bytes"] if r["gflops"] and r["gbs"] else None
-        flop_peak, bw_peak = bound.roofs(peaks, r.get("device", "cpu"), r.get("dtype"))
-        r["pct_flop_peak"] = 100 * r["gflops"] / flop_peak if r["gflops"] and flop_peak else None
-        r["pct_bw_peak"] = 100 * r["gbs"] / bw_peak if r["gbs"] and bw_peak else None
-        r["dispatch_floor_s"] = floors.get((r["machine"], data.label(r)))
-        r["bound"] = bound.classify(r, r["dispatch_floor_s"], peaks, r["id"] in flat)
-        harness = peaks.get("harness_call_s")
-        shown = ok and harness and r.get("device", "cpu") == "cpu" and r["median_s"] < SUB_MICROSECOND_S
-        r["harness_s"] = harness if shown else None
+    return [_view(r, speedup.get((r.id, r.machine)), floors.get((r.machine, label(r))), peaks_of(r.machine),
+                  r.id in flat) for r in records]
+
+
+def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict[str, Any], flat: bool) -> CaseView:
+    """One record's derived numbers (see CaseView)."""
+    d: dict[str, Any] = {"speedup": speedup}
+    ok = r.status == "ok" and bool(r.median_s)
+    median = r.median_s or 0.0
+    if ok and r.samples_s:
+        m = Measurement(tuple(r.samples_s))
+        # median_s weighs each process alike (measurement.Replicated); pooled quartiles of
+        # processes with unequal sample counts need not bracket it.
+        d["q25_s"], d["q75_s"] = min(m.quantile(0.25), median), max(m.quantile(0.75), median)
+        d["ci_low_s"], d["ci_high_s"] = r.ci95_s or m.ci95
+    elif ok:
+        half = (r.iqr_s or 0.0) / 2
+        d["q25_s"], d["q75_s"] = median - half, median + half
+        d["ci_low_s"], d["ci_high_s"] = r.ci95_s or (d["q25_s"], d["q75_s"])
+    d["no_rate"] = bound.no_rate_reason(r, peaks) if ok else ""
+    moved = bound.moved_bytes(r, peaks) if ok else None
+    d["gflops"] = r.flops / median / 1e9 if ok and r.flops else None
+    d["gbs"] = moved / median / 1e9 if moved else None
+    d["intensity"] = r.flops / r.bytes if d["gflops"] and d["gbs"] and r.flops and r.bytes else None
+    flop_peak, bw_peak = bound.roofs(peaks, r.device, r.dtype)
+    d["pct_flop_peak"] = 100 * d["gflops"] / flop_peak if d["gflops"] and flop_peak else None
+    d["pct_bw_peak"] = 100 * d["gbs"] / bw_peak if d["gbs"] and bw_peak else None
+    d["dispatch_floor_s"] = floor
+    d["bound"] = bound.classify(r, floor, peaks, flat)
+    harness = peaks.get("harness_call_s")
+    shown = ok and harness and r.device == "cpu" and median < SUB_MICROSECOND_S
+    d["harness_s"] = harness if shown else None
+    return CaseView(r, **d)
 
 
 def status_word(r: dict[str, Any]) -> str:

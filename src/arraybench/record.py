@@ -1,0 +1,255 @@
+"""The case record: the frozen, typed result of one case (or of one of its processes), and its field registry.
+
+Every field is declared once, here, with its type, unit and meaning; the results file's case and
+replicate lines, docs/results-format.md and the CSV columns all come from these declarations. A
+record is built in one place (`CaseRecord.blank`) and extended with `dataclasses.replace`; no
+reader changes one. Numbers a report derives from records live in report.model.CaseView.
+
+One class serves both a process's record (a replicate line) and the case's record over its
+processes (a case line): they share all but a few fields, and a case that fails in its first
+process *is* that process's record. The fields that differ say so in their `scope`:
+PROCESS fields are per process (on a case line they sit in `replicates`, one ProcessRecord
+each), CASE fields exist only over processes. A record is also a read-only Mapping of its
+fields, so readers written against the old dict records (`r["median_s"]`, `r.get(...)`) keep
+working during the transition to attribute access; it cannot be changed through that view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Where a field appears: on case and replicate lines alike, only per process, or only over processes.
+BOTH, PROCESS, CASE = "both", "process", "case"
+
+
+def described(unit: str, meaning: str, default: Any = None, scope: str = BOTH, required: bool = False) -> Any:
+    """A dataclass field with its registry entry: unit, meaning, where it appears, whether loading requires it."""
+    return dataclasses.field(default=default, metadata={"unit": unit, "meaning": meaning, "scope": scope,
+                                                         "required": required})
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    """One registry entry: what a field of a record is."""
+
+    name: str
+    type: str
+    unit: str
+    meaning: str
+    scope: str
+    required: bool
+
+
+def registry(cls: type) -> tuple[FieldInfo, ...]:
+    """The registry of a dataclass whose fields were declared with `described` (or the same metadata)."""
+    return tuple(FieldInfo(f.name, str(f.type), f.metadata["unit"], f.metadata["meaning"], f.metadata["scope"],
+                           f.metadata.get("required", False)) for f in dataclasses.fields(cls))
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """What a case line keeps of each of its processes (`replicates`), in the order they ran."""
+
+    n_samples: int = described("count", "how many of the case's `samples_s` are this process's: the next `n_samples`",
+                            default=0)
+    loops: int | None = described("calls", "calls per sample, calibrated so a sample lasts ≥ 2 ms and ≥ 1000× the "
+                                        "clock+sync cost")
+    median_s: float | None = described("s", "this process's median per-call time")
+    half_width: float | None = described("ratio", "its median's 95 % interval, relative")
+    stop: str | None = described("", "why sampling stopped: `target` (the interval reached ±`target_half_width`), "
+                                  "`max_time` or `max_samples`")
+    warmup_calls: int | None = described("calls", "calls made to warm up before sampling")
+    overhead_s: float | None = described("s", "the clock+sync cost of one sample, measured before timing")
+    first_call_s: float | None = described("s", "its first call, timed alone")
+    transfer_s: float | None = described("s", "its host→device copy of the inputs")
+    to_host_s: float | None = described("s", "its device→host copy of the output")
+    build_s: float | None = described("s", "building its callable")
+    latency_s: float | None = described("s", "its one-call latency (GPU cases)")
+    minor_faults_per_call: float | None = described("faults", "its minor page faults per timed call")
+    peak_memory_bytes: int | None = described("bytes", "its peak device memory")
+    wall_s: float | None = described("s", "what measuring the case in this process took, worker start-up included "
+                                       "where it had one")
+    inputs_s: float | None = described("s", "making the host inputs")
+    reference_s: float | None = described("s", "computing (or loading) the NumPy float64 reference")
+    timer_s: float | None = described("s", "the timer: first call, warm-up, calibration and samples")
+    check_s: float | None = described("s", "checking the output against the reference")
+
+    @classmethod
+    def of(cls, rec: CaseRecord) -> ProcessRecord:
+        """The summary a case line keeps of one process's record."""
+        return cls(n_samples=len(rec.samples_s), **{f.name: getattr(rec, f.name) for f in PROCESS_FIELDS[1:]})
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> ProcessRecord:
+        return cls(**{f.name: obj[f.name] for f in PROCESS_FIELDS if f.name in obj})
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class CaseRecord(Mapping[str, Any]):
+    """The result of one case: its spec, status, raw samples, statistics, check and where it ran."""
+
+    # What was measured (Case.to_dict, plus the id and size).
+    id: str = described("", "stable id of the case spec (workload, params, backend, mode, dtype, device, threads): "
+                         "the key for `--resume` and `compare`", default="", required=True)
+    workload: str = described("", "the workload", default="", required=True)
+    params: dict[str, Any] = described("", "all the workload's parameters", default=None, required=True)
+    backend: str = described("", "the framework", default="", required=True)
+    mode: str = described("", "`eager`, `jit` or `fd`", default="", required=True)
+    dtype: str = described("", "`float32` or `float64`", default="", required=True)
+    threads: int = described("threads", "the threads the worker was limited to", default=1)
+    device: str = described("", "`cpu` or `gpu`", default="cpu")
+    source: str | None = described("", "for user workloads, the file that defines it; otherwise `null`")
+    size: Any = described("", "the value of the workload's size parameter (the x axis of tables and plots)")
+    # What happened.
+    status: str = described("", "`ok`, `wrong` (ran, failed its check), `error` (raised), `timeout` (past `--timeout`, "
+                             "worker killed), `crashed` (the worker died: signal and last stderr line in `error`), "
+                             "`unavailable` (framework or device absent), `unsupported` (the workload cannot be "
+                             "expressed on this backend/mode); on a case line the worst any process saw",
+                         default="error", required=True)
+    error: str = described("", "one line: the reason for any status but `ok` (for `ok`, a note on an ill-conditioned "
+                            "reference, else empty)", default="")
+    traceback: str | None = described("", "a short traceback, for status `error`")
+    # Times outside the timed region (on a case line: the median over processes).
+    first_call_s: float | None = described("s", "the first call, timed alone: tracing + compilation + one run for "
+                                             "JIT modes")
+    transfer_s: float | None = described("s", "host→device copy of all inputs (synced), outside the timed region")
+    to_host_s: float | None = described("s", "device→host copy of the output, outside the timed region")
+    build_s: float | None = described("s", "building the callable (creating the JIT wrapper), outside the timed region")
+    latency_s: float | None = described("s", "GPU cases: wall time of one call followed by its own sync (launch, "
+                                          "kernel, sync), median of up to 21 calls within 0.5 s; `null` on the CPU, "
+                                          "where every timed call is synced already")
+    minor_faults_per_call: float | None = described("faults", "minor page faults per timed call (`getrusage`, the "
+                                                           "whole process)")
+    # The samples and their statistics.
+    samples_s: tuple[float, ...] = described("s", "raw per-call seconds of every process, process after process: each "
+                                               "the mean of `loops` back-to-back synced calls", default=())
+    median_s: float | None = described("s", "one process: the median of its samples; a case: the geometric mean of "
+                                         "its processes' medians (each process weighs the same)")
+    ci95_s: tuple[float, float] | None = described(
+        "s", "one process: its median's distribution-free order-statistics interval; a case: the 95 % interval in "
+             "which a repeat run's `median_s` is expected, `median_s · exp(±t · √2 · se)` (se from a hierarchical "
+             "bootstrap, t Student's with `n_processes − 1` degrees of freedom; with one process, that process's "
+             "own interval). See how-a-number-is-made.md")
+    iqr_s: float | None = described("s", "interquartile range of the (pooled) samples")
+    min_s: float | None = described("s", "smallest sample")
+    mean_s: float | None = described("s", "mean of the samples")
+    std_s: float | None = described("s", "standard deviation of the samples")
+    n_samples: int | None = described("count", "number of samples (all processes)")
+    noisy: bool | None = described("", "IQR > 10 % of the median, or processes differing by more than 10 %")
+    n_processes: int | None = described("count", "how many processes measured the case", scope=CASE)
+    process_spread: float | None = described("ratio", "the slowest process's median over the fastest's, minus 1",
+                                          scope=CASE)
+    replicates: tuple[ProcessRecord, ...] = described("", "one entry per process, in order (see below)", default=(),
+                                                   scope=CASE)
+    # One process's timer details (on a case line: in `replicates`).
+    loops: int | None = described("calls", "calls per sample", scope=PROCESS)
+    half_width: float | None = described("ratio", "the median's 95 % interval, relative", scope=PROCESS)
+    stop: str | None = described("", "why sampling stopped: `target`, `max_time` or `max_samples`", scope=PROCESS)
+    warmup_calls: int | None = described("calls", "calls made to warm up", scope=PROCESS)
+    overhead_s: float | None = described("s", "clock+sync cost of one sample", scope=PROCESS)
+    # Where one process spent its time (on a case line: in `replicates`; `wall_s` summed).
+    inputs_s: float | None = described("s", "making the host inputs", scope=PROCESS)
+    reference_s: float | None = described("s", "computing (or loading) the reference", scope=PROCESS)
+    timer_s: float | None = described("s", "the timer: first call, warm-up, calibration and samples", scope=PROCESS)
+    check_s: float | None = described("s", "checking the output", scope=PROCESS)
+    wall_s: float | None = described("s", "what measuring the case took, worker start-up included where it had one; "
+                                       "on a case line summed over its processes")
+    # Work and the check.
+    flops: float | None = described("FLOP", "work of one call, for GFLOP/s (`null` when not declared)")
+    bytes: float | None = described("bytes", "bytes one call moves, for GB/s (`null` when not declared)")
+    max_abs_err: float | None = described("", "max \\|out − ref\\| against the NumPy float64 reference")
+    rel_err: float | None = described("ratio", "normwise relative error, max \\|out − ref\\| / max \\|ref\\| (a "
+                                            "workload may define its own: see its `check`)")
+    tolerance: float | None = described("ratio", "the dtype-aware tolerance `rel_err` is held to")
+    tolerance_source: str | None = described("", "how the tolerance was set (calibrated from the reference, or declared)")
+    ill_conditioned: bool | None = described("", "the reference is ill-conditioned: the tolerance was widened")
+    correct: bool | None = described("", "the verdict of the check")
+    # Memory and the GPU.
+    peak_memory_bytes: int | None = described("bytes", "peak device memory of this case on a GPU (reset before it "
+                                                    "where the framework can: PyTorch, TensorFlow, CuPy; JAX's is "
+                                                    "the peak since the worker started), else `null`; on a case "
+                                                    "line the largest over processes")
+    cold_samples_s: tuple[float, ...] | None = described(
+        "s", "GPU cases whose inputs fit in L2 and whose call is under 1 ms: one call each after a 2×L2 write "
+             "flushed the cache (25 per process, pooled)")
+    cold_median_s: float | None = described("s", "the median of `cold_samples_s`")
+    cold_method: str | None = described("", "how the cold calls were timed: CUDA events (torch, CuPy) or the wall "
+                                         "clock with the sync (JAX)")
+    l2_bytes: int | None = described("bytes", "GPU cases: the GPU's L2 size (CUDA driver)")
+    input_bytes: int | None = described("bytes", "GPU cases: the bytes of the case's inputs")
+    gpu_clock: dict[str, Any] | None = described("", "GPU cases: `sm_mhz_before`, `sm_mhz_after` (NVML), `reasons` "
+                                                  "(slowdown reasons seen after the case) and `throttled`; over "
+                                                  "processes, a throttled one if any")
+    # Where it ran.
+    backend_info: dict[str, Any] | None = described(
+        "", "what the worker verified after import: `version`, `threads_requested`, `threads_verified`, "
+            "`cpu_affinity`, `blas` (threadpoolctl's pools), `allocator` (what the worker did to the C allocator), "
+            "the framework's precision settings (`x64`, `tf32`, ...) and `devices`")
+    machine: str | None = described("", "the host name of the machine the case ran on")
+    worker: str | None = described("", "a cluster run only: the name of the Dask worker that ran it")
+
+    @classmethod
+    def blank(cls, spec: Mapping[str, Any], status: str, error: str = "", size: Any = None) -> CaseRecord:
+        """The one constructor: a record of `spec` (Case.to_dict plus its id) with no measurement yet."""
+        params = dict(spec["params"])
+        return cls(id=spec["id"], workload=spec["workload"], params=params, backend=spec["backend"],
+                   mode=spec["mode"], dtype=spec["dtype"], threads=spec["threads"],
+                   device=spec.get("device", "cpu"), source=spec.get("source"), size=size,
+                   status=status, error=error)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> CaseRecord:
+        """A record from a case or replicate line of the current schema (see results.upgrade_*)."""
+        kw: dict[str, Any] = {f.name: obj[f.name] for f in FIELDS if f.name in obj}
+        for name in ("samples_s", "cold_samples_s", "ci95_s"):
+            if kw.get(name) is not None:
+                kw[name] = tuple(kw[name])
+        kw["samples_s"] = kw.get("samples_s") or ()
+        kw["replicates"] = tuple(ProcessRecord.from_json(p) for p in kw.get("replicates") or ())
+        kw["params"] = dict(kw.get("params") or {})
+        return cls(**kw)
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field, in registry order: what a case or replicate line holds besides its `type`."""
+        out = {f.name: getattr(self, f.name) for f in FIELDS}
+        for name in ("samples_s", "cold_samples_s", "ci95_s"):
+            if out[name] is not None:
+                out[name] = list(out[name])
+        out["replicates"] = [p.to_json() for p in self.replicates]
+        return out
+
+    # The read-only Mapping view (transition: readers written for dict records).
+    def __getitem__(self, key: str) -> Any:
+        if key not in _NAMES:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_NAMES)
+
+    def __len__(self) -> int:
+        return len(_NAMES)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _NAMES
+
+
+FIELDS: tuple[FieldInfo, ...] = registry(CaseRecord)
+PROCESS_FIELDS: tuple[FieldInfo, ...] = registry(ProcessRecord)
+_NAMES = tuple(f.name for f in FIELDS)
+REQUIRED = tuple(f.name for f in FIELDS if f.required)
+
+
+def stats_fields(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A Measurement's or Replicated's `summary()` as record fields (its interval as a tuple)."""
+    return {**summary, "ci95_s": tuple(summary["ci95_s"])}
+
+
+# The fields that are one value each (no list, tuple or mapping): a row of a flat table, e.g. a DataFrame.
+FLAT_FIELDS = tuple(f.name for f in FIELDS if not f.type.startswith(("dict", "tuple")))
