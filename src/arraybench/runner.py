@@ -62,7 +62,7 @@ class Worker:
     """One running `python -m arraybench.worker` process and its JSON-lines pipe."""
 
     def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None,
-                 reference_cache: Path | None = None) -> None:
+                 reference_cache: Path | None = None, floors: bool = False) -> None:
         self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
         self.memory_limit = memory_limit
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -79,6 +79,8 @@ class Worker:
             cmd += ["--memory-limit", str(memory_limit)]
         if reference_cache is not None:
             cmd += ["--reference-cache", str(reference_cache)]
+        if floors:
+            cmd += ["--floors"]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -294,6 +296,9 @@ class WorkerPool:
         self.reference_cache = reference_cache
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
+        # Configurations whose empty call (floors.py) a worker of this pool measured: once is
+        # enough (torch.compile of even an empty call takes a second), so later workers skip it.
+        self.floors_measured: set[WorkerKey] = set()
 
     def run_one(self, case: Case) -> CaseRecord:
         cls = backend_class(case.backend)
@@ -305,11 +310,13 @@ class WorkerPool:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         if worker is None:
-            worker = Worker(case, self.log_dir, self.memory_limit, self.reference_cache)
+            worker = Worker(case, self.log_dir, self.memory_limit, self.reference_cache,
+                            floors=key not in self.floors_measured)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:
                 worker.start()
+                self.floors_measured.add(key)
             except (WorkerDied, WorkerTimeout) as e:
                 self._drop(key)
                 reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"

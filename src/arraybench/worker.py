@@ -85,6 +85,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--parent", type=int, help="the runner's pid, to exit if it is already gone")
     p.add_argument("--memory-limit", type=int, help="bytes")
     p.add_argument("--reference-cache", help="directory of references shared by the run's workers")
+    p.add_argument("--floors", action="store_true", help="measure the backend's empty call (floors.py) once loaded")
     return p.parse_args(argv)
 
 
@@ -124,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         info = be.info()
         info["devices"] = be.devices()
         info["allocator"] = allocator
+        if args.floors:
+            from arraybench import floors
+
+            info.update(floors.measure(be))
     except Unavailable as e:
         send({"type": "unavailable", "reason": str(e)})
         return 0
