@@ -18,8 +18,9 @@ from arraybench.timing import TimerConfig
 from arraybench.userfile import load_workload_file
 from arraybench.workloads import WORKLOADS
 
-# The default suite: every built-in workload at its default presets (small and large).
-DEFAULT_WORKLOADS = tuple(WORKLOADS)
+# The default suite: every built-in workload at its default presets (small and large), but those
+# that only repeat another at one fixed size (Workload.in_default_suite).
+DEFAULT_WORKLOADS = tuple(name for name, wl in WORKLOADS.items() if wl.in_default_suite)
 
 
 def default_threads() -> int:

@@ -29,11 +29,11 @@ class Part:
 # Short sampling: a few samples of ≥ 2 ms each; the first call (compile) is still timed alone.
 # One process a case: a smoke test of the machine, not numbers to compare between runs.
 QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3, processes=1)
-# The default and seeds suites hold ~250-300 cases, each measured in 3 processes, some of a
-# second per call (poly at 10000², matmul at 3000², linreg at d=100). Sampling stops at ±2 %
-# (TimerConfig.target_half_width) after 0.1 s, or at 0.3 s a process (one sample a process for
-# calls longer than that), to keep `make bench` near 10 minutes on two cores.
-SUITE_TIMER = TimerConfig(min_time=0.1, max_time=0.3)
+# The default suite holds ~300 cases and the seeds suite ~250, each measured in 3 processes:
+# what makes a number reproduce is the spread between processes, so each process samples for a
+# short while (0.05 s of warm-up, then 0.05-0.15 s, stopping at ±2 %: TimerConfig.target_half_width)
+# and the processes bring the rest. A call longer than that still gets one sample a process.
+SUITE_TIMER = TimerConfig(warmup_time=0.05, min_time=0.05, max_time=0.15)
 
 # The configurations of the four source documents. Their iteration counts are kept where they
 # are part of the computation (document 001's gradient-descent steps, linreg's `iters`); the

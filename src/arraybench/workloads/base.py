@@ -147,6 +147,8 @@ class Workload:
     source: str | None = None
     default_presets: tuple[str, ...] = ("small", "large")
     host_args: bool = False
+    # In the default suite (`arraybench run`, `make bench`); otherwise only when named or in a suite.
+    in_default_suite: bool = True
 
     # --- registration decorators, so a workload module reads top to bottom ---------------
     def inputs(self, fn: Callable[..., tuple[np.ndarray, ...]]) -> Callable[..., tuple[np.ndarray, ...]]:
