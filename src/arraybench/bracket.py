@@ -8,9 +8,10 @@ sizes inside the bracket is already that narrow and the intervals in between sti
 sizes cannot separate them: the two are a *tie* within noise there. Otherwise the bracket is
 *open* and `next_size` is the geometric midpoint of its widest gap.
 
-The hook in the run layer (see docs/report.md): after measuring a workload's sweep, call
-`proposals(series)`; measure each proposed size for the labels named; repeat until it is empty.
-Each round halves the log-width of a gap, so a 1000× range needs about four rounds.
+The run layer refines crossovers with `brackets` (refine.py: only where the fastest backend·mode
+changes, a grid of ≤4× steps and then a bisection). `proposals` bisects every pair at once, one
+midpoint a round: what a caller with its own series of points (the report's synthetic test data)
+uses to reach the same brackets.
 """
 
 from __future__ import annotations

@@ -220,9 +220,17 @@ def environment_rows(header: dict[str, Any], records: Sequence[dict[str, Any]]) 
     if env.get("env"):
         rows.append(("environment variables", " ".join(f"{k}={v}" for k, v in sorted(env["env"].items()))))
     seen: dict[str, dict[str, Any]] = {}
+    empty: dict[str, float] = {}
     for r in records:
-        if r.get("backend_info") and r["backend"] not in seen:
-            seen[r["backend"]] = r["backend_info"]
+        info = r.get("backend_info") or {}
+        if info and r["backend"] not in seen:
+            seen[r["backend"]] = info
+        for mode, t in (info.get("empty_call_s") or {}).items():
+            label = f"{r['backend']}·{mode}"
+            empty[label] = min(empty.get(label, t), t)
+    if empty:
+        rows.append(("empty call (x + x, one element)",
+                     ", ".join(f"{k} {format_seconds(v)}" for k, v in sorted(empty.items(), key=lambda kv: kv[1]))))
     for name, info in sorted(seen.items()):
         extras = [f"{k} {info[k]}" for k in ("x64", "tf32", "matmul_precision", "float32_matmul_precision",
                                                "synchronous_execution", "threading_layer") if k in info]
