@@ -289,7 +289,8 @@ def main() -> int:
         print(f"  {r['framework']:6} {r['kernel']:26} arraybench {r['arraybench_s'] * 1e6:10.2f} µs  "
               f"events {r['events_s'] * 1e6:10.2f} µs  ratio {r['ratio']:.3f}  "
               f"{'ok' if r['within_5pct'] else 'OUTSIDE ±5%'}  (device time, launch hidden: "
-              f"{r['device_time_launch_hidden_s'] * 1e6:.2f} µs; one call alone, synced: {r['latency_s'] * 1e6:.1f} µs)")
+              f"{r['device_time_launch_hidden_s'] * 1e6:.2f} µs; one call alone, synced: "
+              f"{r['latency_s'] * 1e6:.1f} µs)")
     print("dispatch cost of a one-element add:")
     for r in report["dispatch"]:
         print(f"  {r['call']:14} back to back {r['back_to_back_s'] * 1e6:7.2f} µs/call; "

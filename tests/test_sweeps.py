@@ -1,4 +1,5 @@
-"""Sweep presets (enough log-spaced sizes for crossovers) and the polynomial both as document 002 wrote it and written well."""
+"""Sweep presets (enough log-spaced sizes for crossovers), and the polynomial both as document 002 wrote
+it and written well."""
 
 import math
 

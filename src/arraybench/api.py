@@ -345,5 +345,5 @@ def compare(
     from arraybench.store import load
 
     sides = [side if isinstance(side, Results) else load(side, store) for side in (base, new)]
-    names = tuple(f"run {run_id(s.header)}" for s in sides)
-    return compare_results(*sides, threshold=threshold, names=names)  # type: ignore[arg-type]
+    names = (f"run {run_id(sides[0].header)}", f"run {run_id(sides[1].header)}")
+    return compare_results(sides[0], sides[1], threshold=threshold, names=names)

@@ -42,7 +42,8 @@ class Case:
             "device": self.device,
         }
         digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
-        return f"{self.workload}[{self.label_params}]/{self.backend}-{self.mode}/{self.dtype}/{self.device}/t{self.threads}/{digest}"
+        where = f"{self.backend}-{self.mode}/{self.dtype}/{self.device}/t{self.threads}"
+        return f"{self.workload}[{self.label_params}]/{where}/{digest}"
 
     @property
     def label_params(self) -> str:

@@ -265,7 +265,8 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     tested = [c for c in cases if c.result is not None]
     adjusted = iter(adjust([c.result for c in tested], threshold))  # type: ignore[misc]
     cases = [c if c.result is None else
-             dataclasses.replace(c, result=(a := next(adjusted)), verdict=a.verdict, note=verdict_note(a, c.base, c.new))
+             dataclasses.replace(c, result=(a := next(adjusted)), verdict=a.verdict,
+                                 note=verdict_note(a, c.base, c.new))
              for c in cases]
     return Comparison(
         base_name=names[0],

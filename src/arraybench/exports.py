@@ -99,6 +99,7 @@ def bmf(res: Results) -> dict[str, Any]:
     for r in correct_records(res):
         ci = r.ci95_s
         lo, hi = ci if ci and None not in ci else (min(r.samples_s), max(r.samples_s))
+        assert r.median_s is not None  # a correct record was timed
         out[benchmark_name(r)] = {"latency": {"value": r.median_s * NS_PER_S,
                                               "lower_value": lo * NS_PER_S, "upper_value": hi * NS_PER_S}}
     return out

@@ -33,7 +33,8 @@ def short_repr(header: dict[str, Any], records: Sequence[CaseRecord], path: Any)
     statuses = ", ".join(f"{n} {s}" for s, n in counts.most_common())
     workloads = ", ".join(dict.fromkeys(r.workload for r in records)) or "no workload"
     where = f"; {path}" if path is not None else ""
-    return f"<Results run {header.get('run_id', '?')}: {len(records)} cases ({statuses or 'none'}) of {workloads}{where}>"
+    run = header.get("run_id", "?")
+    return f"<Results run {run}: {len(records)} cases ({statuses or 'none'}) of {workloads}{where}>"
 
 
 def size_key(v: Any) -> tuple:
@@ -69,20 +70,20 @@ def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
         for label in sorted(rows):
             cells = []
             for s in sizes:
-                r = rows[label].get(s)
-                if r is None:
+                cell = rows[label].get(s)
+                if cell is None:
                     cells.append("<td></td>")
-                elif r.status == "ok":
-                    b = base.get((workload, repr(sorted(r.params.items())), dtype))
-                    sp = b / r.median_s if b and r.median_s else None
+                elif cell.status == "ok":
+                    b = base.get((workload, repr(sorted(cell.params.items())), dtype))
+                    sp = b / cell.median_s if b and cell.median_s else None
                     style = f' style="background:{_heat(sp)}"' if sp else ""
                     extra = f" ({sp:.2f}×)" if sp else ""
-                    cells.append(f"<td{style}>{seconds(r.median_s)}{extra}</td>")
+                    cells.append(f"<td{style}>{seconds(cell.median_s)}{extra}</td>")
                 else:
-                    status = r.status.upper() if r.status in FAILED else r.status
+                    status = cell.status.upper() if cell.status in FAILED else cell.status
                     style = ' style="background:repeating-linear-gradient(45deg,#fdd,#fdd 4px,#fff 4px,#fff 8px)"' \
-                        if r.status in FAILED else ' style="color:#888"'
-                    cells.append(f'<td{style} title="{html.escape(str(r.error or ""))}">{status}</td>')
+                        if cell.status in FAILED else ' style="color:#888"'
+                    cells.append(f'<td{style} title="{html.escape(str(cell.error or ""))}">{status}</td>')
             body.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
         parts.append(f"<table><caption>{html.escape(workload)} ({html.escape(dtype)})</caption>"
                      f"<tr><th>backend·mode \\ size</th>{head}</tr>{''.join(body)}</table>")

@@ -167,7 +167,8 @@ class CaseRecord(Mapping[str, Any]):
     rel_err: float | None = described("ratio", "normwise relative error, max \\|out − ref\\| / max \\|ref\\| (a "
                                             "workload may define its own: see its `check`)")
     tolerance: float | None = described("ratio", "the dtype-aware tolerance `rel_err` is held to")
-    tolerance_source: str | None = described("", "how the tolerance was set (calibrated from the reference, or declared)")
+    tolerance_source: str | None = described("", "how the tolerance was set (calibrated from the reference, "
+                                                 "or declared)")
     ill_conditioned: bool | None = described("", "the reference is ill-conditioned: the tolerance was widened")
     correct: bool | None = described("", "the verdict of the check")
     # Memory and the GPU.

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from arraybench import bracket
@@ -49,7 +49,7 @@ def size_param(case: Case) -> str | None:
     return name if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def label(case: Case | dict[str, Any]) -> str:
+def label(case: Case | Mapping[str, Any]) -> str:
     if isinstance(case, Case):
         return f"{case.backend}-{case.mode}"
     return f"{case['backend']}-{case['mode']}"
@@ -61,7 +61,7 @@ def _group(case: Case, name: str) -> GroupKey:
     return (case.workload, case.source, case.dtype, case.device, case.threads, fixed)
 
 
-def _points(records: Iterable[dict[str, Any]], ids: dict[str, tuple[GroupKey, str, int]]
+def _points(records: Iterable[Mapping[str, Any]], ids: dict[str, tuple[GroupKey, str, int]]
             ) -> dict[GroupKey, dict[str, dict[float, bracket.Point]]]:
     """Correct, timed records as bracket points: group -> label -> size -> point."""
     out: dict[GroupKey, dict[str, dict[float, bracket.Point]]] = defaultdict(lambda: defaultdict(dict))
@@ -86,7 +86,7 @@ def winner_changes(planned: dict[str, dict[float, bracket.Point]]) -> set[tuple[
     return {tuple(sorted((a, b))) for a, b in zip(winners, winners[1:], strict=False) if a != b}  # type: ignore[misc]
 
 
-def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[dict[str, Any]]) -> list[Case]:
+def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Mapping[str, Any]]) -> list[Case]:
     """The cases to measure next: both rivals of each open winner change at its next size.
 
     `plan` holds the planned cases (their sizes decide the winners), `extra` the cases refinement

@@ -311,7 +311,8 @@ def _header_schema(p: Path, header: dict[str, Any]) -> int:
         raise UsageError(f"results file {str(p)!r} has an invalid schema {schema!r}")
     if schema > SCHEMA:
         raise UsageError(
-            f"results file {str(p)!r} has schema {schema}, newer than this arraybench reads ({SCHEMA}); upgrade arraybench"
+            f"results file {str(p)!r} has schema {schema}, newer than this arraybench reads ({SCHEMA}); "
+            "upgrade arraybench"
         )
     return schema
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
@@ -87,7 +88,8 @@ class Store:
     def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
         if not create and not self.path.exists():
-            raise UsageError(f"no results store at {str(self.path)!r} (arraybench run creates it; --store names another)")
+            raise UsageError(f"no results store at {str(self.path)!r} "
+                             "(arraybench run creates it; --store names another)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # Autocommit: transactions are opened explicitly (BEGIN IMMEDIATE) where they are needed.
@@ -252,7 +254,7 @@ def recording(store: Path, results_path: Path, then: Callable[[CaseRecord], None
     return on_record
 
 
-def load(ref: str | Path, store: str | Path | None = None) -> Results:
+def load(ref: str | os.PathLike[str], store: str | os.PathLike[str] | None = None) -> Results:
     """A results file (or a directory holding one) or a stored run (id, unique prefix, `latest`)."""
     if Path(ref).exists() or "/" in str(ref) or str(ref).endswith(".jsonl"):
         return load_results(ref)  # a path: its own error (missing, empty...) says more

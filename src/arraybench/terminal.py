@@ -7,7 +7,7 @@ rich's Console honours NO_COLOR (layout kept, colour dropped) and TERM=dumb.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -23,6 +23,7 @@ from rich.progress import Progress as RichBar
 from rich.table import Table
 from rich.text import Text
 
+from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import FAILED
 from arraybench.runner import Progress
@@ -57,7 +58,7 @@ class ProgressBar:
         self.task = self.bar.add_task("cases", total=total, last="")
         self.bar.start()
 
-    def __call__(self, rec: dict[str, Any]) -> None:
+    def __call__(self, rec: Mapping[str, Any]) -> None:
         what = f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']}"
         status = rec["status"]
         if status in ("ok", "wrong"):
@@ -75,7 +76,7 @@ class ProgressBar:
 
 
 @contextmanager
-def progress_display(stream: TextIO | None = None) -> Iterator[Callable[[int], Callable[[dict[str, Any]], None]]]:
+def progress_display(stream: TextIO | None = None) -> Iterator[Callable[[int], Callable[[CaseRecord], None]]]:
     """An `on_start` for session.execute: a progress display for each run started in the block.
 
     Every rich bar is stopped when the block ends, however it ends: a run with nothing left to

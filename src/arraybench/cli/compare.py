@@ -34,8 +34,8 @@ def add_parser(sub: Any) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     sides = load_all([args.base, args.new], args.store)
-    names = tuple(_name(ref, res) for ref, res in zip((args.base, args.new), sides, strict=True))
-    cmp = compare(*sides, threshold=args.threshold, names=names)  # type: ignore[arg-type]
+    names = (_name(args.base, sides[0]), _name(args.new, sides[1]))
+    cmp = compare(sides[0], sides[1], threshold=args.threshold, names=names)
     note = headline(*sides)
     print(render_as(cmp, note, args.format, table_renderer(sys.stdout)), end="")
     if args.output:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ class Answer:
 
 def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     """Every workload with a correct case, in the report's order."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for r in data.records:
         if r["status"] != "unavailable":
             groups[(r["workload"], r["dtype"], r["machine"])].append(r)
@@ -54,7 +55,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     return out
 
 
-def _complete_sizes(data: ReportData, recs: list[dict[str, Any]]) -> set[Any]:
+def _complete_sizes(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> set[Any]:
     """Sizes at which every backend·mode of the sweep was planned: bisection adds sizes for two
     backend·modes only, and the fastest of two is not the fastest of all."""
     sizes = {r.get("size") for r in recs}
@@ -65,16 +66,16 @@ def _complete_sizes(data: ReportData, recs: list[dict[str, Any]]) -> set[Any]:
     return {s for s in sizes if all(s in at[lab] for lab in core)}
 
 
-def _at(recs: list[dict[str, Any]], size: Any) -> list[dict[str, Any]]:
+def _at(recs: Sequence[Mapping[str, Any]], size: Any) -> Sequence[Mapping[str, Any]]:
     return sorted((r for r in recs if r.get("size") == size), key=lambda r: r["median_s"])
 
 
-def _sizes(recs: list[dict[str, Any]]) -> list[Any]:
+def _sizes(recs: Sequence[Mapping[str, Any]]) -> list[Any]:
     numeric = sorted({r["size"] for r in recs if isinstance(r.get("size"), int | float)})
     return numeric or sorted({str(r.get("size")) for r in recs})
 
 
-def _lead(data: ReportData, ranked: list[dict[str, Any]]) -> str:
+def _lead(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> str:
     """'1.9× ahead of torch·eager' (and of numpy·eager where that is not the runner-up)."""
     if len(ranked) < 2:
         return "the only correct backend·mode"
@@ -93,7 +94,7 @@ def _ratio(x: float) -> str:
     return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
 
 
-def _verdict(data: ReportData, name: str, recs: list[dict[str, Any]], complete: set[Any],
+def _verdict(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]], complete: set[Any],
              found: list[Crossover]) -> str:
     sizes = [s for s in _sizes(recs) if s in complete] or _sizes(recs)
     runs: list[tuple[str, list[Any]]] = []  # the fastest backend·mode and the sizes where it leads
@@ -130,14 +131,14 @@ def _change(name: str, a: str, b: str, s0: float, s1: float, found: list[Crossov
     return f"below {name} ≈ {size_text(c.size, True)}; above"
 
 
-def _costs(data: ReportData, name: str, recs: list[dict[str, Any]], smallest: Any) -> list[str]:
+def _costs(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]], smallest: Any) -> list[str]:
     """'jax·jit ~7 µs': backend·modes whose smallest case is dispatch-bound and costly per call.
 
     A GPU case's cost per call is one synced call alone (`latency_s`) where it was measured: what a
     caller that needs each result pays, launch included; its pipelined median hides the launch."""
     ranked = _at(recs, smallest)
 
-    def cost(r: dict[str, Any]) -> float:
+    def cost(r: Mapping[str, Any]) -> float:
         return r.get("latency_s") or r["median_s"]
 
     cheapest = min(ranked, key=cost)
@@ -151,7 +152,7 @@ def _costs(data: ReportData, name: str, recs: list[dict[str, Any]], smallest: An
             f"{data.label(cheapest)}."]
 
 
-def _why(data: ReportData, name: str, recs: list[dict[str, Any]]) -> str:
+def _why(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]]) -> str:
     """One line: what bounds the fastest case at the smallest and at the largest size (the words
     are explained once, beside the tables)."""
     sizes = _sizes(recs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from arraybench.measurement import fault_dominated
@@ -37,13 +37,13 @@ MEANING = {
 }
 
 
-def roofs(peaks: dict[str, Any], device: str, dtype: str) -> tuple[float | None, float | None]:
+def roofs(peaks: Mapping[str, Any], device: str, dtype: str) -> tuple[float | None, float | None]:
     """(peak GFLOP/s, peak GB/s) of the machine the case ran on: the GPU's where it ran on one."""
     here = (peaks.get("gpu") or {}) if device == "gpu" else peaks
     return (here.get("matmul_gflops") or {}).get(dtype), here.get("bandwidth_gbs")
 
 
-def moved_bytes(r: dict[str, Any], peaks: dict[str, Any]) -> float | None:
+def moved_bytes(r: Mapping[str, Any], peaks: Mapping[str, Any]) -> float | None:
     """The bytes one call moves, or None where they are not known to move: a transfer on the CPU,
     or a GPU transfer faster than the GPU's own memory, which no copy over a bus can be (it handed
     back a copy it had). The host's copy loop is no such bound: a DMA from pinned memory outruns it."""
@@ -57,7 +57,7 @@ def moved_bytes(r: dict[str, Any], peaks: dict[str, Any]) -> float | None:
     return r.get("bytes")
 
 
-def no_rate_reason(r: dict[str, Any], peaks: dict[str, Any]) -> str:
+def no_rate_reason(r: Mapping[str, Any], peaks: Mapping[str, Any]) -> str:
     """Why a case's GFLOP/s or GB/s is left empty ('' when both are real); the words before the colon
     are its short form."""
     if r.get("bytes") and moved_bytes(r, peaks) is None:
@@ -71,7 +71,7 @@ def no_rate_reason(r: dict[str, Any], peaks: dict[str, Any]) -> str:
     return ""
 
 
-def dispatch_floors(records: Iterable[dict[str, Any]], label: Any) -> dict[tuple, float]:
+def dispatch_floors(records: Iterable[Mapping[str, Any]], label: Any) -> dict[tuple, float]:
     """Per (machine, label): the backend·mode's empty call, as its worker measured it (floors.py,
     `backend_info.empty_call_s`). Results without that measurement fall back on the cheapest
     correct call in the run, the closest thing to an empty call they hold."""
@@ -88,20 +88,20 @@ def dispatch_floors(records: Iterable[dict[str, Any]], label: Any) -> dict[tuple
     return {**proxies, **measured}
 
 
-def work(r: dict[str, Any]) -> float | None:
+def work(r: Mapping[str, Any]) -> float | None:
     """What grows with the size: FLOPs, else bytes, else the size itself."""
     size = r.get("size")
     return r.get("flops") or r.get("bytes") or (float(size) if isinstance(size, int | float) else None)
 
 
-def fixed_cost_dominates(series: list[dict[str, Any]]) -> set[str]:
+def fixed_cost_dominates(series: Sequence[Mapping[str, Any]]) -> set[str]:
     """Ids of the cases of one backend·mode's sweep whose time hardly grows with their work."""
     pts = [(w, r) for r in series if r["status"] == "ok" and r.get("median_s") and (w := work(r))]
     return {r["id"] for w, r in pts
             if any(w2 >= MORE_WORK * w and r2["median_s"] <= AT_MOST_SLOWER * r["median_s"] for w2, r2 in pts)}
 
 
-def classify(r: dict[str, Any], floor_s: float | None, peaks: dict[str, Any], flat: bool = False) -> str | None:
+def classify(r: Mapping[str, Any], floor_s: float | None, peaks: Mapping[str, Any], flat: bool = False) -> str | None:
     """The bound of one correct case, or None when nothing measured says which.
 
     `floor_s` is the backend·mode's cheapest call in the run; `flat` says its time hardly grows

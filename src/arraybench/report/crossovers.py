@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -52,9 +53,9 @@ class Crossover:
         return text
 
 
-def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, dict[str, Any]]]]:
+def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, Mapping[str, Any]]]]:
     """Correct records with a numeric size, per (workload, machine, dtype, other params): label -> size -> record."""
-    out: dict[tuple, dict[str, dict[float, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
+    out: dict[tuple, dict[str, dict[float, Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
     for wl, recs in data.by_workload().items():
         name = data.size_param(wl)
         for r in recs:
@@ -66,7 +67,7 @@ def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, dict[str, Any]
     return {k: v for k, v in out.items() if len({s for series in v.values() for s in series}) >= 2}
 
 
-def points(series: dict[float, dict[str, Any]]) -> dict[float, bracket.Point]:
+def points(series: dict[float, Mapping[str, Any]]) -> dict[float, bracket.Point]:
     """A label's records as bracket points: median and its 95 % interval."""
     return {s: bracket.Point(s, r["median_s"], r["ci_low_s"], r["ci_high_s"]) for s, r in series.items()}
 

@@ -4,7 +4,7 @@ beside it, transfer rates with the host memory named, and any case timed while t
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arraybench.units import format_seconds
@@ -22,15 +22,15 @@ EXPLANATION = (
 )
 
 
-def _gpu_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _gpu_records(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     return [r for r in records if r.get("device") == "gpu" and r.get("status") == "ok"]
 
 
-def _label(r: dict[str, Any]) -> str:
+def _label(r: Mapping[str, Any]) -> str:
     return f"{r['backend']}·{r['mode']}"
 
 
-def _clock(r: dict[str, Any]) -> str:
+def _clock(r: Mapping[str, Any]) -> str:
     c = r.get("gpu_clock")
     if not c:
         return ""
@@ -38,7 +38,7 @@ def _clock(r: dict[str, Any]) -> str:
     return text + (f" THROTTLED ({', '.join(c['reasons']) or 'clock drop'})" if c.get("throttled") else "")
 
 
-def rows(records: Sequence[dict[str, Any]]) -> list[list[str]]:
+def rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """One row per GPU case: workload, size, backend·mode, dtype, hot, cold, alone, GB/s, clock."""
     out = []
     for r in sorted(_gpu_records(records), key=lambda r: (r["workload"], r["dtype"], str(r.get("size")), _label(r))):
@@ -58,16 +58,16 @@ HEADER = ["workload", "size", "backend·mode", "dtype", "hot", "cold (L2 flushed
           "transfer", "SM clock"]
 
 
-def _l2_text(records: Sequence[dict[str, Any]]) -> str:
+def _l2_text(records: Sequence[Mapping[str, Any]]) -> str:
     l2 = next((r["l2_bytes"] for r in _gpu_records(records) if r.get("l2_bytes")), None)
     return f"{2 * l2 / 2**20:.0f} MiB" if l2 else "2×L2"
 
 
-def throttled(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def throttled(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     return [r for r in _gpu_records(records) if (r.get("gpu_clock") or {}).get("throttled")]
 
 
-def markdown(records: Sequence[dict[str, Any]]) -> list[str]:
+def markdown(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """The section's Markdown lines; none when the results hold no GPU case."""
     table = rows(records)
     if not table:
@@ -81,7 +81,7 @@ def markdown(records: Sequence[dict[str, Any]]) -> list[str]:
     return [*md, ""]
 
 
-def html_section(records: Sequence[dict[str, Any]]) -> str:
+def html_section(records: Sequence[Mapping[str, Any]]) -> str:
     """The same section as an HTML fragment (escaped); empty without GPU cases."""
     table = rows(records)
     if not table:

@@ -60,13 +60,13 @@ class ReportData:
 
         return label
 
-    def labels(self, records: Sequence[dict[str, Any]] | None = None) -> list[str]:
+    def labels(self, records: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
         """Labels in a stable order: by backend as registered, then mode, then machine."""
         recs = self.records if records is None else records
         return sorted({self.label(r) for r in recs}, key=lambda lab: (_backend_rank(lab), lab))
 
-    def by_workload(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    def by_workload(self) -> dict[str, list[CaseView]]:
+        out: dict[str, list[CaseView]] = defaultdict(list)
         for r in self.records:
             out[r["workload"]].append(r)
         return dict(sorted(out.items()))
@@ -86,7 +86,7 @@ def _backend_rank(label: str) -> int:
     return names.index(backend) if backend in names else len(names)
 
 
-def size_param(records: Sequence[dict[str, Any]]) -> str:
+def size_param(records: Sequence[Mapping[str, Any]]) -> str:
     """The parameter whose value is each record's size (records do not name it)."""
     keys = [k for k in records[0]["params"] if all(r["params"].get(k) == r.get("size") for r in records)]
     return keys[0] if len(keys) == 1 else "size"
@@ -114,8 +114,9 @@ class CaseView(Mapping[str, Any]):
     intensity: float | None = described("FLOP/byte", "arithmetic intensity, `flops` over `bytes`")
     pct_flop_peak: float | None = described("%", "GFLOP/s as a share of the machine's measured matmul peak")
     pct_bw_peak: float | None = described("%", "GB/s as a share of the machine's measured streaming bandwidth")
-    dispatch_floor_s: float | None = described("s", "the fastest median of this backend·mode on this machine: "
-                                                    "its per-call floor")
+    dispatch_floor_s: float | None = described("s", "this backend·mode's empty call on this machine "
+                                                    "(backend_info.empty_call_s; in older files, its fastest "
+                                                    "median): its per-call floor")
     bound: str | None = described("", "what limits the case: compute, memory, dispatch, ...")
     harness_s: float | None = described("s", "the harness's own per-call cost, shown beside sub-µs CPU cases")
 
@@ -187,7 +188,7 @@ def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict
     return CaseView(r, **d)
 
 
-def status_word(r: dict[str, Any]) -> str:
+def status_word(r: Mapping[str, Any]) -> str:
     """What a cell shows instead of a number when a case has none worth ranking."""
     if r["status"] in FAILED:
         return r["status"].upper()
@@ -196,7 +197,7 @@ def status_word(r: dict[str, Any]) -> str:
     return ""
 
 
-def environment_rows(header: dict[str, Any], records: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+def environment_rows(header: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """The machine, software and settings of one results file, as (name, text) rows."""
     from arraybench.environment import fingerprint
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,7 @@ def _figure(width: float, height: float, ncols: int = 1, sharey: bool = False) -
     return fig, axes
 
 
-def bars_figure(data: ReportData, wl: str, recs: list[dict[str, Any]]) -> Any:
+def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) -> Any:
     from matplotlib.patches import Patch
 
     sizes = sorted({r.get("size") for r in recs}, key=size_sort_key)
@@ -189,7 +190,7 @@ def bars_figure(data: ReportData, wl: str, recs: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[float, dict[str, Any]]],
+def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[float, Mapping[str, Any]]],
                    found: list[Crossover], subtitle: str) -> Any:
     from matplotlib.ticker import FuncFormatter
 
@@ -235,7 +236,7 @@ def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[
     return fig
 
 
-def lead_changes(series: dict[str, dict[float, dict[str, Any]]], found: list[Crossover]) -> list[Crossover]:
+def lead_changes(series: dict[str, dict[float, Mapping[str, Any]]], found: list[Crossover]) -> list[Crossover]:
     """The crossovers where the fastest backend·mode changes: the ones a reader acts on."""
     sizes = sorted({s for pts in series.values() for s in pts})
     fastest = [min((lab for lab in series if s in series[lab]), key=lambda lab: series[lab][s]["median_s"])
@@ -244,14 +245,14 @@ def lead_changes(series: dict[str, dict[float, dict[str, Any]]], found: list[Cro
     return sorted((c for c in found if frozenset((c.faster_below, c.faster_above)) in pairs), key=lambda c: c.size)
 
 
-def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, Mapping[str, Any]]]]:
     """(row title, label -> record) per workload at its smallest and largest size (and machine,
     dtype where they vary). Rows without a correct numpy·eager case have nothing to compare with
     and are left out.
     """
     many_machines = len(data.machines) > 1
     many_dtypes = len({r["dtype"] for r in data.records}) > 1
-    rows: dict[tuple, dict[str, dict[str, Any]]] = {}
+    rows: dict[tuple, dict[str, Mapping[str, Any]]] = {}
     for r in data.records:
         if r["status"] == "unavailable":
             continue
@@ -331,7 +332,7 @@ def heatmap_figure(data: ReportData) -> Any:
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
 
 
-def roofline_figure(data: ReportData, machine: str, dtype: str, pts: list[dict[str, Any]],
+def roofline_figure(data: ReportData, machine: str, dtype: str, pts: Sequence[Mapping[str, Any]],
                     left_out: list[str]) -> Any:
     from matplotlib.lines import Line2D
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from arraybench.results import FAILED
@@ -13,13 +13,13 @@ from arraybench.units import format_seconds
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def row_label(r: dict[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
+def row_label(r: Mapping[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
     label = f"{r['backend']}·{r['mode']}"
     label = f"{label}·{r.get('device', 'cpu')}" if len(devices) > 1 else label
     return f"{label} @{r.get('machine') or '?'}" if len(machines) > 1 else label
 
 
-def speedups(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str | None], float]:
+def speedups(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str | None], float]:
     """Per (record id, machine): NumPy's median over this one's, at the same workload, params,
     dtype and machine."""
     recs = list(records)
@@ -36,7 +36,7 @@ def speedups(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str | None], 
     return out
 
 
-def _params_key(r: dict[str, Any]) -> tuple:
+def _params_key(r: Mapping[str, Any]) -> tuple:
     return tuple(sorted(r["params"].items()))
 
 
@@ -57,7 +57,7 @@ def size_text(v: float, estimate: bool = False) -> str:
     return power if mant == "1" else f"{mant}·{power}"
 
 
-def cell(r: dict[str, Any], speedup: float | None) -> str:
+def cell(r: Mapping[str, Any], speedup: float | None) -> str:
     status = r["status"]
     if status == "ok":
         iqr = 100 * r["iqr_s"] / r["median_s"] if r["median_s"] else 0.0
@@ -78,7 +78,7 @@ def cell(r: dict[str, Any], speedup: float | None) -> str:
     return status.upper() if status in FAILED else status
 
 
-def unavailable(records: Iterable[dict[str, Any]]) -> dict[str, str]:
+def unavailable(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """Backend -> why it could not run here: said once, not in a row per case."""
     out: dict[str, str] = {}
     for r in records:
@@ -87,15 +87,15 @@ def unavailable(records: Iterable[dict[str, Any]]) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def unavailable_line(records: Iterable[dict[str, Any]]) -> str:
+def unavailable_line(records: Iterable[Mapping[str, Any]]) -> str:
     gone = unavailable(records)
     return "Not available here: " + "; ".join(f"{b} ({why})" for b, why in gone.items()) if gone else ""
 
 
-def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def tables(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """Per workload and dtype: (title, header, rows, notes). Notes carry every failure's reason, once
     per backend·mode; backends unavailable on this machine get no row (see `unavailable_line`)."""
-    by_wl: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_wl: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for r in records:
         if r["status"] != "unavailable":
             by_wl[(r["workload"], r["dtype"])].append(r)
@@ -107,7 +107,7 @@ def tables(records: list[dict[str, Any]]) -> list[tuple[str, list[str], list[lis
         # Several machines (a cluster run, or files merged): their rows side by side.
         machines = frozenset(r["machine"] for r in recs if r.get("machine"))
         sizes = sorted({r.get("size") for r in recs}, key=size_sort_key)
-        rows_by_label: dict[str, dict[Any, dict[str, Any]]] = defaultdict(dict)
+        rows_by_label: dict[str, dict[Any, Mapping[str, Any]]] = defaultdict(dict)
         for r in recs:
             rows_by_label[row_label(r, devices, machines)][r.get("size")] = r
         header = ["backend·mode", *[f"size {s}" for s in sizes]]
@@ -151,7 +151,8 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
 
 
-def render_text(records: list[dict[str, Any]], draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
+def render_text(records: Sequence[Mapping[str, Any]],
+                draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
     """The tables for a terminal; `draw` renders each (default: the padded text table)."""
     draw = draw or text_table
     blocks = [line] if (line := unavailable_line(records)) else []
@@ -160,7 +161,7 @@ def render_text(records: list[dict[str, Any]], draw: Callable[[list[str], list[l
     return "\n\n".join(blocks)
 
 
-def render_markdown(records: list[dict[str, Any]]) -> str:
+def render_markdown(records: Sequence[Mapping[str, Any]]) -> str:
     blocks = []
     for title, header, rows, notes in tables(records):
         esc = [[c.replace("|", "\\|") for c in row] for row in rows]
