@@ -34,7 +34,7 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 test: venv browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # The unit tier: fake clocks, stub workers, synthetic records; under a minute on 2 cores.
 test-fast: venv
