@@ -192,7 +192,7 @@ def child(backend: str) -> None:
 
 def main() -> None:
     from arraybench.case import Case
-    from arraybench.runner import worker_env
+    from arraybench.execution.parent import worker_env
 
     threads = len(os.sched_getaffinity(0))
     worst = 0.0

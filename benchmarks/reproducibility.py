@@ -87,7 +87,7 @@ def aa(out: Path, extra: list[str]) -> None:
 
 def order(out: Path, rounds: int) -> None:
     from arraybench.case import Case
-    from arraybench.runner import WorkerPool
+    from arraybench.execution.parent import WorkerPool
     from arraybench.timing import TimerConfig
 
     source = str(HERE / "long_kernel.py")

@@ -6,7 +6,7 @@ from arraybench.backends.numpy_backend import NumpyBackend
 from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.backends.torch_backend import TorchBackend
 from arraybench.case import Case
-from arraybench.execute import CaseExecutor
+from arraybench.execution.case_executor import CaseExecutor
 from arraybench.timing import TimerConfig
 from arraybench.workloads import WORKLOADS
 

@@ -18,11 +18,12 @@ from test_reliability import (
     interrupt_slow_run,
 )
 
-from arraybench import cluster, suites
+from arraybench import suites
 from arraybench.cli import build_parser, main
 from arraybench.cli.exits import EXIT_TERMINATED
 from arraybench.cli.run import runner_from_args, settings_from_args
 from arraybench.errors import UsageError
+from arraybench.execution import cluster
 from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter, load_results
 from arraybench.settings import default_threads

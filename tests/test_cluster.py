@@ -15,9 +15,9 @@ import pytest
 from conftest import TINY, default_sigint, read_jsonl
 from distributed import Client, LocalCluster
 
-from arraybench import cluster, session
 from arraybench.cli import build_parser
 from arraybench.cli.run import settings_from_args
+from arraybench.execution import cluster, session
 from arraybench.report.table import render_text
 from arraybench.results import load_results
 

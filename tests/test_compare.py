@@ -8,7 +8,7 @@ import pytest
 
 from arraybench.case import Case
 from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples
-from arraybench.execute import blank_record
+from arraybench.execution.case_executor import blank_record
 from arraybench.measurement import Measurement, Replicated
 from arraybench.record import CaseRecord, ProcessRecord
 from arraybench.results import ResultsWriter, load_results

@@ -13,7 +13,7 @@ from arraybench import gpu
 from arraybench.backends.base import Backend
 from arraybench.backends.cupy_backend import CupyBackend
 from arraybench.case import Case
-from arraybench.execute import COLD_SAMPLES, CaseExecutor
+from arraybench.execution.case_executor import COLD_SAMPLES, CaseExecutor
 from arraybench.timing import TimerConfig
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.case import Case
-from arraybench.execute import blank_record
+from arraybench.execution.case_executor import blank_record
 from arraybench.record import FIELDS, PROCESS_FIELDS, CaseRecord, ProcessRecord
 from arraybench.report import fields_doc
 from arraybench.results import SCHEMA, UPGRADES, ResultsWriter, load_results, measured, upgrade

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from arraybench import bracket, refine
 from arraybench.case import Case
-from arraybench.execute import blank_record
+from arraybench.execution.case_executor import blank_record
+from arraybench.execution.session import refine_crossovers
 from arraybench.results import SCHEMA, ResultsWriter, load_results
-from arraybench.session import refine_crossovers
 
 
 def case(backend: str, n: int, mode: str = "eager") -> Case:

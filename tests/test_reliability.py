@@ -27,9 +27,9 @@ from arraybench.cli.exits import (
     EXIT_USAGE,
 )
 from arraybench.errors import UsageError
+from arraybench.execution.parent import Runner
 from arraybench.plan import build_plan
 from arraybench.results import atomic_write_text, load_results
-from arraybench.runner import Runner
 from arraybench.settings import RunSettings
 
 FIXTURES = Path(__file__).parent / "fixtures"

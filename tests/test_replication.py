@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from arraybench.case import Case
-from arraybench.execute import blank_record
+from arraybench.execution.case_executor import blank_record
+from arraybench.execution.parent import Progress, Runner, merge_processes
 from arraybench.measurement import Measurement, Replicated, fault_dominated
 from arraybench.record import CaseRecord
 from arraybench.report.table import cell
 from arraybench.results import ResultsWriter, load_results, measured
-from arraybench.runner import Progress, Runner, merge_processes
 from arraybench.timing import TimerConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -201,7 +201,7 @@ def test_page_fault_dominated_cases_are_marked():
 FAULTS_PER_ROUND = """
 import ctypes, resource, sys
 sys.path.insert(0, {src!r})
-from arraybench.worker import steady_allocator
+from arraybench.execution.child import steady_allocator
 if {steady}:
     print(steady_allocator(), file=sys.stderr)
 libc = ctypes.CDLL(None)

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 import arraybench
-from arraybench import session
 from arraybench.backends import BACKENDS
 from arraybench.cli import build_parser
 from arraybench.cli.run import settings_from_args
 from arraybench.errors import UsageError
+from arraybench.execution import session
 from arraybench.plan import build_plan, planned_devices
 from arraybench.settings import (
     DEFAULT_WORKLOADS,
@@ -115,9 +115,9 @@ def test_memory_size_says_what_is_wrong_and_the_cli_says_it_in_one_line():
         build_parser().parse_args(["run", "--memory-limit", "2X"])
 
 
-# The modules that have their own command line: a worker and the peaks probe, started by the run,
-# and the developers' generator of docs/results-format.md.
-CHILD_ENTRY_POINTS = {"worker.py", "peaks.py", "report/fields_doc.py"}
+# The modules that have their own command line: a run's child process and the peaks probe, started
+# by the run, and the developers' generator of docs/results-format.md.
+CHILD_ENTRY_POINTS = {"execution/child.py", "peaks.py", "report/fields_doc.py"}
 
 
 def test_only_the_cli_package_parses_the_command_line():

@@ -12,7 +12,7 @@ from conftest import TINY, read_jsonl
 import arraybench
 from arraybench.case import Case
 from arraybench.environment import fingerprint
-from arraybench.execute import blank_record
+from arraybench.execution.case_executor import blank_record
 from arraybench.record import CaseRecord
 from arraybench.results import load_results
 from arraybench.store import SCHEMA, Store, recording

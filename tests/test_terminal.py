@@ -5,8 +5,8 @@ import io
 import pytest
 
 from arraybench import terminal
+from arraybench.execution.parent import Progress
 from arraybench.report.table import text_table
-from arraybench.runner import Progress
 
 HEADER = ["backend·mode", "size 2"]
 ROWS = [["numpy·eager", "1.2 ms ±3%"], ["jax·jit", "WRONG (rel err 1.0e-01)"], ["torch·eager", "2 ms ±40% (noisy)"]]

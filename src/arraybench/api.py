@@ -316,7 +316,8 @@ def run(
     to the results store `store` (as `arraybench run` does; None for none), so `arraybench
     history` lists notebook runs too and `compare("latest", ...)` finds them.
     """
-    from arraybench import session, terminal
+    from arraybench import terminal
+    from arraybench.execution import session
 
     require_linux()
     names, source = _resolve(workloads)

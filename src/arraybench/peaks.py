@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--gpu", action="store_true", help="the first GPU's peaks instead of the CPU's")
     args = p.parse_args(argv)
-    from arraybench.worker import pin_threads
+    from arraybench.execution.child import pin_threads
 
     pin_threads(args.threads)  # before NumPy starts its BLAS threads, as in a worker
     print(json.dumps(_measure_gpu_here() if args.gpu else _measure_here()))

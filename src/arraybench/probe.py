@@ -8,7 +8,7 @@ from typing import Any
 
 from arraybench.backends import BACKENDS
 from arraybench.case import Case
-from arraybench.runner import Worker, WorkerDied, WorkerTimeout
+from arraybench.execution.parent import Worker, WorkerDied, WorkerTimeout
 
 
 def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "float64") -> dict[str, dict[str, Any]]:

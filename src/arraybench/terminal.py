@@ -23,10 +23,10 @@ from rich.progress import Progress as RichBar
 from rich.table import Table
 from rich.text import Text
 
+from arraybench.execution.parent import Progress
 from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import FAILED
-from arraybench.runner import Progress
 from arraybench.units import format_seconds
 
 # What a cell or a status says, and the colour it gets: failures never look like results.

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, session, terminal
+from arraybench import __version__, terminal
 from arraybench.cli.config import apply_config, project_config
 from arraybench.cli.exits import (
     EXIT_FAILED_CASES,
@@ -21,13 +21,14 @@ from arraybench.cli.exits import (
     sigterm_as_interrupt,
 )
 from arraybench.cli.options import Parser, memory_size, positive_float, positive_int
-from arraybench.cluster import ClusterRunner, ClusterTarget, local_threads
 from arraybench.errors import UsageError
+from arraybench.execution import session
+from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
+from arraybench.execution.parent import CaseRunner, Runner
 from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.report import publish
 from arraybench.results import FAILED, load_results
 from arraybench.run_ids import new_run_id, run_id
-from arraybench.runner import CaseRunner, Runner
 from arraybench.settings import (
     RunSettings,
     default_threads,

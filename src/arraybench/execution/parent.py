@@ -23,7 +23,7 @@ from typing import Any, Protocol, TextIO
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
 from arraybench.case import Case
-from arraybench.execute import blank_record
+from arraybench.execution.case_executor import blank_record
 from arraybench.record import CaseRecord, ProcessRecord, stats_fields
 from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
@@ -59,7 +59,7 @@ class WorkerTimeout(Exception):
 
 
 class Worker:
-    """One running `python -m arraybench.worker` process and its JSON-lines pipe."""
+    """One running `python -m arraybench.execution.child` process and its JSON-lines pipe."""
 
     def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None,
                  reference_cache: Path | None = None, floors: bool = False) -> None:
@@ -71,7 +71,7 @@ class Worker:
         # Replacement workers append to the same log; a death is explained by this one's lines.
         self._log_start = self._log.tell()
         cmd = [
-            sys.executable, "-m", "arraybench.worker",
+            sys.executable, "-m", "arraybench.execution.child",
             "--backend", case.backend, "--threads", str(case.threads),
             "--dtype", case.dtype, "--device", case.device, "--parent", str(os.getpid()),
         ]

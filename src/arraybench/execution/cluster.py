@@ -17,10 +17,10 @@ from typing import Any
 
 from arraybench.case import Case
 from arraybench.errors import UsageError
-from arraybench.execute import blank_record, one_line
+from arraybench.execution.case_executor import blank_record, one_line
+from arraybench.execution.parent import Runner, merge_processes
 from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter, load_results
-from arraybench.runner import Runner, merge_processes
 from arraybench.settings import default_threads, parse_list
 from arraybench.timing import TimerConfig
 
@@ -214,7 +214,7 @@ class ClusterRunner:
     def run(self, cases: list[Case]) -> list[CaseRecord]:
         from distributed import as_completed
 
-        from arraybench.dask_worker import CasePool
+        from arraybench.execution.dask_worker import CasePool
 
         threads = max((c.threads for c in cases), default=1)
         cpus = self.target.cpu_slices(threads)
@@ -249,7 +249,7 @@ class ClusterRunner:
         the death against every task assigned there. Holding the queue here means a death
         touches only the case that worker was running, and cases start in the shuffled order.
         """
-        from arraybench.dask_worker import run_case
+        from arraybench.execution.dask_worker import run_case
 
         capacity = self.capacity(dask_workers(client), pins)
         last_check = time.monotonic()

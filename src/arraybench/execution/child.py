@@ -77,7 +77,7 @@ def die_with_parent(parent: int | None) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="arraybench.worker")
+    p = argparse.ArgumentParser(prog="arraybench.execution.child")
     p.add_argument("--backend", required=True)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--dtype", required=True)
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class
-    from arraybench.execute import CaseExecutor
+    from arraybench.execution.case_executor import CaseExecutor
 
     be = backend_class(args.backend)(args.threads, args.dtype, args.device)
     try:

@@ -10,11 +10,11 @@ from typing import Any
 from arraybench import __version__, environment, peaks, refine
 from arraybench.case import Case
 from arraybench.errors import UsageError
+from arraybench.execution.parent import CaseRunner, Progress, Runner
 from arraybench.plan import build_plan
 from arraybench.record import CaseRecord
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.run_ids import new_run_id
-from arraybench.runner import CaseRunner, Progress, Runner
 from arraybench.settings import RunSettings
 from arraybench.store import Store, recording
 

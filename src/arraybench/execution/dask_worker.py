@@ -13,7 +13,7 @@ from distributed import WorkerPlugin, get_worker
 
 from arraybench import __version__, environment, peaks
 from arraybench.case import Case
-from arraybench.runner import WorkerPool
+from arraybench.execution.parent import WorkerPool
 from arraybench.timing import TimerConfig
 
 
