@@ -1,6 +1,7 @@
-"""Worker process: one backend configuration, its environment set before the framework is imported.
+"""The child process (`python -m arraybench.execution.child`, a "worker"): one backend configuration,
+its environment and CPUs set before the framework is imported, serving the parent's cases.
 
-Protocol: JSON lines. The parent writes one request per case on stdin; the worker answers on
+Protocol (protocol.py): the parent writes one request per case on stdin; the worker answers on
 the file descriptor that was its stdout, while fd 1 is pointed at stderr so that anything a
 framework prints cannot corrupt the protocol.
 """
@@ -10,17 +11,21 @@ from __future__ import annotations
 import argparse
 import ctypes
 import faulthandler
-import json
 import os
 import signal
 import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from arraybench.execution import protocol
+from arraybench.execution.protocol import ReadyReply, RecordReply, Reply, UnavailableReply
 from arraybench.limits import apply_memory_limit
 from arraybench.units import format_size
+
+if TYPE_CHECKING:  # imported at run time only after set_up: it imports NumPy
+    from arraybench.execution.case_executor import CaseExecutor
 
 PR_SET_PDEATHSIG = 1
 # glibc's mallopt parameters (malloc.h).
@@ -89,20 +94,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def set_up(args: argparse.Namespace) -> tuple[Callable[[dict[str, Any]], None], str]:
+def set_up(args: argparse.Namespace) -> tuple[Callable[[Reply], None], str]:
     """Everything before the framework is imported: parent watch, protocol pipe, cores, allocator,
-    memory limit. Returns the function that sends a protocol message, and what the allocator got."""
+    memory limit. Returns the function that sends a reply to the parent, and what the allocator got."""
     die_with_parent(args.parent)
     # A segfault's Python stack goes to the log, which the runner keeps.
     faulthandler.enable()
 
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    pipe = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
 
-    def send(msg: dict[str, Any]) -> None:
-        protocol.write(json.dumps(msg, default=str) + "\n")
-        protocol.flush()
+    def send(reply: Reply) -> None:
+        pipe.write(protocol.encode(reply))
+        pipe.flush()
 
     pin_threads(args.threads)
     allocator = steady_allocator()
@@ -130,27 +135,22 @@ def main(argv: list[str] | None = None) -> int:
 
             info.update(floors.measure(be))
     except Unavailable as e:
-        send({"type": "unavailable", "reason": str(e)})
+        send(UnavailableReply(str(e)))
         return 0
-    send({"type": "ready", "info": info})
+    send(ReadyReply(info))
     serve(CaseExecutor(be, Path(args.reference_cache) if args.reference_cache else None), info,
           args.memory_limit, send)
     return 0
 
 
-def serve(executor: Any, info: dict[str, Any], memory_limit: int | None,
-          send: Callable[[dict[str, Any]], None]) -> None:
+def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None, send: Callable[[Reply], None]) -> None:
     """Answer each case request on stdin with its record, until stdin closes."""
-    from arraybench.case import Case
-    from arraybench.timing import TimerConfig
-
     for line in sys.stdin:
-        request = json.loads(line)
-        case = Case.from_dict(request["case"])
-        record = replace(executor.run(case, TimerConfig(**request["timer"]), request["seed"]), backend_info=info)
+        request = protocol.decode_request(line)
+        record = replace(executor.run(request.case, request.timer, request.seed), backend_info=info)
         if memory_limit and record.error.startswith("MemoryError"):
             record = replace(record, error=f"{record.error} (over --memory-limit {format_size(memory_limit)})")
-        send({"type": "record", "record": record.to_json()})
+        send(RecordReply(record))
 
 
 if __name__ == "__main__":

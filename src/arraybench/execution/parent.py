@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -16,14 +15,16 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
 from arraybench.case import Case
+from arraybench.execution import protocol
 from arraybench.execution.case_executor import blank_record
+from arraybench.execution.protocol import CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
 from arraybench.record import CaseRecord, ProcessRecord, stats_fields
 from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
@@ -91,13 +92,13 @@ class Worker:
         self.unavailable: str | None = None
 
     def start(self) -> None:
-        msg = self.read(STARTUP_TIMEOUT)
-        if msg["type"] == "ready":
-            self.info = msg["info"]
+        reply = self.read(STARTUP_TIMEOUT)
+        if isinstance(reply, UnavailableReply):
+            self.unavailable = reply.reason
         else:
-            self.unavailable = msg["reason"]
+            self.info = protocol.expect(reply, ReadyReply).info
 
-    def read(self, timeout: float) -> dict[str, Any]:
+    def read(self, timeout: float) -> Reply:
         deadline = time.monotonic() + timeout
         fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         while b"\n" not in self._buf:
@@ -113,7 +114,7 @@ class Worker:
                 raise WorkerDied(self.death_reason())
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
-        return json.loads(line)
+        return protocol.decode_reply(line)
 
     def death_reason(self) -> str:
         code = self.proc.poll()
@@ -137,15 +138,14 @@ class Worker:
         return lines[-1][:300] if lines else ""
 
     def run(self, case: Case, timer: TimerConfig, seed: int, timeout: float) -> CaseRecord:
-        request = {"case": case.to_dict(), "timer": asdict(timer), "seed": seed}
+        request = CaseRequest(case, timer, seed)
         try:
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())  # type: ignore[union-attr]
+            self.proc.stdin.write(protocol.encode(request).encode())  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
         except BrokenPipeError:
             self.proc.wait()
             raise WorkerDied(self.death_reason()) from None
-        msg = self.read(timeout)
-        return CaseRecord.from_json(msg["record"])
+        return protocol.expect(self.read(timeout), RecordReply).record
 
     def kill(self) -> None:
         if self.proc.poll() is None:

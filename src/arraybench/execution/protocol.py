@@ -1,0 +1,121 @@
+"""The messages between a run's parent and its child processes, and their one-line JSON form.
+
+Both sides import this module: the parent (parent.Worker) sends a CaseRequest per case on the
+child's stdin; the child (child.py) answers once with ReadyReply or UnavailableReply when its
+framework has loaded (or failed to), then with one RecordReply per request. One JSON object per
+line, tagged with its "type". Imports no framework: the child loads it before pinning its CPUs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, TypeVar
+
+from arraybench.case import Case
+from arraybench.record import CaseRecord
+from arraybench.timing import TimerConfig
+
+
+class ProtocolError(Exception):
+    """A line that is no message of this protocol, or a message where another was due."""
+
+
+@dataclass(frozen=True)
+class CaseRequest:
+    """Parent to child: measure this case with this timer; inputs come from the run's seed."""
+
+    TYPE: ClassVar[str] = "request"
+    case: Case
+    timer: TimerConfig
+    seed: int
+
+    def fields(self) -> dict[str, Any]:
+        return {"case": self.case.to_dict(), "timer": asdict(self.timer), "seed": self.seed}
+
+    @classmethod
+    def of(cls, msg: dict[str, Any]) -> CaseRequest:
+        return cls(Case.from_dict(msg["case"]), TimerConfig(**msg["timer"]), msg["seed"])
+
+
+@dataclass(frozen=True)
+class ReadyReply:
+    """Child to parent, once: the framework loaded; what it is (version, devices, allocator, floors)."""
+
+    TYPE: ClassVar[str] = "ready"
+    info: dict[str, Any]
+
+    def fields(self) -> dict[str, Any]:
+        return {"info": self.info}
+
+    @classmethod
+    def of(cls, msg: dict[str, Any]) -> ReadyReply:
+        return cls(msg["info"])
+
+
+@dataclass(frozen=True)
+class UnavailableReply:
+    """Child to parent, once, instead of ReadyReply: the framework cannot run here, and why."""
+
+    TYPE: ClassVar[str] = "unavailable"
+    reason: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"reason": self.reason}
+
+    @classmethod
+    def of(cls, msg: dict[str, Any]) -> UnavailableReply:
+        return cls(msg["reason"])
+
+
+@dataclass(frozen=True)
+class RecordReply:
+    """Child to parent, per request: the case's record, whatever happened to it."""
+
+    TYPE: ClassVar[str] = "record"
+    record: CaseRecord
+
+    def fields(self) -> dict[str, Any]:
+        return {"record": self.record.to_json()}
+
+    @classmethod
+    def of(cls, msg: dict[str, Any]) -> RecordReply:
+        return cls(CaseRecord.from_json(msg["record"]))
+
+
+Reply = ReadyReply | UnavailableReply | RecordReply
+M = TypeVar("M", bound="Message")
+Message = CaseRequest | Reply
+MESSAGES: dict[str, type[Message]] = {m.TYPE: m for m in (CaseRequest, ReadyReply, UnavailableReply, RecordReply)}
+
+
+def encode(message: Message) -> str:
+    """One line. Values JSON cannot hold (a framework's version object in `info`) go as their str."""
+    return json.dumps({"type": message.TYPE, **message.fields()}, default=str) + "\n"
+
+
+def decode(line: str | bytes) -> Message:
+    try:
+        msg = json.loads(line)
+        kind = MESSAGES[msg["type"]]
+    except (ValueError, TypeError, KeyError):
+        raise ProtocolError(f"not a message: {line[:200]!r}") from None
+    return kind.of(msg)
+
+
+def decode_request(line: str | bytes) -> CaseRequest:
+    return expect(decode(line), CaseRequest)
+
+
+def decode_reply(line: str | bytes) -> Reply:
+    message = decode(line)
+    if isinstance(message, CaseRequest):
+        raise ProtocolError("a child sent a request")
+    return message
+
+
+def expect(message: Message, kind: type[M]) -> M:
+    """`message`, where it is a `kind`; else the ProtocolError that says what came instead."""
+    if not isinstance(message, kind):
+        raise ProtocolError(f"expected a {kind.__name__}, got a {type(message).__name__}")
+    return message
