@@ -87,7 +87,7 @@ def aa(out: Path, extra: list[str]) -> None:
 
 def order(out: Path, rounds: int) -> None:
     from arraybench.case import Case
-    from arraybench.execution.parent import WorkerPool
+    from arraybench.execution.parent import RunConfig, WorkerPool
     from arraybench.timing import TimerConfig
 
     source = str(HERE / "long_kernel.py")
@@ -98,7 +98,7 @@ def order(out: Path, rounds: int) -> None:
     fresh, after = [], []
     for i in range(rounds):
         for first in (True, False):
-            pool = WorkerPool(timer, i, 600.0, out / "logs")
+            pool = WorkerPool(RunConfig(timer, i, 600.0, out / "logs"))
             try:
                 if not first:
                     pool.run_one(large)

@@ -11,7 +11,7 @@ import pytest
 
 from arraybench.case import Case
 from arraybench.execution.case_executor import blank_record
-from arraybench.execution.parent import Progress, Runner, merge_processes
+from arraybench.execution.parent import Progress, RunConfig, Runner, merge_processes
 from arraybench.measurement import Measurement, Replicated, fault_dominated
 from arraybench.record import CaseRecord
 from arraybench.report.table import cell
@@ -124,7 +124,7 @@ def plan(n: int = 6) -> list[Case]:
 
 def runner(tmp_path: Path, processes: int, pool: FakePool, partial=None, header=True, **kw) -> Runner:
     writer = ResultsWriter(tmp_path / "results.jsonl", {"schema": 2, "settings": {}} if header else None)
-    r = Runner(writer, TimerConfig(processes=processes), 0, 10.0, tmp_path / "logs", partial=partial, **kw)
+    r = Runner(writer, RunConfig(TimerConfig(processes=processes), 0, 10.0, tmp_path / "logs"), partial=partial, **kw)
     r.pool = pool  # type: ignore[assignment]
     return r
 

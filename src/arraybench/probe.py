@@ -8,7 +8,8 @@ from typing import Any
 
 from arraybench.backends import BACKENDS
 from arraybench.case import Case
-from arraybench.execution.parent import Worker, WorkerDied, WorkerTimeout
+from arraybench.execution.parent import STARTUP_TIMEOUT, RunConfig, Worker, WorkerDied, WorkerTimeout
+from arraybench.timing import TimerConfig
 
 
 def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "float64") -> dict[str, dict[str, Any]]:
@@ -16,7 +17,9 @@ def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "flo
     names = backends or list(BACKENDS)
     out: dict[str, dict[str, Any]] = {}
     started: dict[str, Worker] = {}
+    # A probe asks for no case: its timer and seed are never used.
     log_dir = Path(tempfile.mkdtemp(prefix="arraybench-probe-"))
+    config = RunConfig(TimerConfig(), seed=0, timeout=STARTUP_TIMEOUT, log_dir=log_dir)
     for name in names:
         cls = BACKENDS[name]
         ok, reason = cls.installed()
@@ -25,7 +28,7 @@ def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "flo
             continue
         device = cls.devices_supported[0]
         case = Case("probe", (), name, "eager", dtype, threads, device)
-        started[name] = Worker(case, log_dir)
+        started[name] = Worker(case, config)
     for name, worker in started.items():
         try:
             worker.start()

@@ -24,7 +24,7 @@ from arraybench.cli.options import Parser, memory_size, positive_float, positive
 from arraybench.errors import UsageError
 from arraybench.execution import session
 from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
-from arraybench.execution.parent import CaseRunner, Runner
+from arraybench.execution.parent import Runner
 from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.report import publish
 from arraybench.results import FAILED, load_results
@@ -138,7 +138,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     )
 
 
-def runner_from_args(args: argparse.Namespace) -> Callable[..., CaseRunner]:
+def runner_from_args(args: argparse.Namespace) -> Callable[..., session.CaseRunner]:
     """Runner for a local run; ClusterRunner, built the same way, for `--cluster`."""
     if args.on and not args.cluster:
         raise UsageError("--on needs --cluster")

@@ -129,7 +129,8 @@ class CaseExecutor:
             got.update(status="error", error=one_line(e), traceback=traceback.format_exc(limit=8))
         return replace(blank_record(case, "error"), **got)
 
-    def _prepare(self, wl: Workload, case: Case, run_seed: int, got: dict[str, Any]) -> tuple[tuple, tuple, Any, Tolerance]:
+    def _prepare(self, wl: Workload, case: Case, run_seed: int,
+                 got: dict[str, Any]) -> tuple[tuple, tuple, Any, Tolerance]:
         """Host inputs, the reference and its tolerance, and the inputs on the device (transfer timed)."""
         be = self.backend
         seed = input_seed(run_seed, case)

@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None, send: Callable[[Reply], None]) -> None:
+def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None,
+          send: Callable[[Reply], None]) -> None:
     """Answer each case request on stdin with its record, until stdin closes."""
     for line in sys.stdin:
         request = protocol.decode_request(line)

@@ -1,4 +1,5 @@
-"""Cluster: runs a plan's cases on Dask workers, each case in the same isolated process as locally."""
+"""In the arraybench process of a `--cluster` run: the Dask target, and ClusterRunner, which runs the
+plan's cases on Dask workers (dask_worker.py), each case in the same isolated child as locally."""
 
 from __future__ import annotations
 
@@ -12,17 +13,15 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from arraybench.case import Case
 from arraybench.errors import UsageError
 from arraybench.execution.case_executor import blank_record, one_line
-from arraybench.execution.parent import Runner, merge_processes
+from arraybench.execution.parent import RunConfig, Runner, merge_processes
 from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter, load_results
 from arraybench.settings import default_threads, parse_list
-from arraybench.timing import TimerConfig
 
 # Every case needs one unit of SLOT and every arraybench Dask worker offers one, so a worker
 # runs one case at a time however many threads it has: timings are not shared with a neighbour.
@@ -197,17 +196,11 @@ class ClusterRunner:
         self,
         target: ClusterTarget,
         writer: ResultsWriter,
-        timer: TimerConfig,
-        seed: int,
-        timeout: float,
-        log_dir: Path,
+        config: RunConfig,
         on_record: Callable[[CaseRecord], None] = lambda r: None,
-        memory_limit: int | None = None,
     ) -> None:
-        # log_dir is unused: worker logs stay on each Dask worker's machine.
-        self.target, self.writer, self.on_record = target, writer, on_record
-        self.timer, self.seed, self.timeout = timer, seed, timeout
-        self.memory_limit = memory_limit
+        # config's paths are unused: each Dask worker keeps its children's logs on its own machine.
+        self.target, self.writer, self.config, self.on_record = target, writer, config, on_record
         self.records: list[CaseRecord] = []
         self.machines = set(load_results(writer.path).machine_lines)
 
@@ -221,7 +214,7 @@ class ClusterRunner:
         with self.target.client() as client:
             workers, pins = self.target.workers(client)
             queue: deque[Case] = deque()
-            for case in Runner.order(cases, self.seed):
+            for case in Runner.order(cases, self.config.seed):
                 needs = case_needs(case)
                 if any(w.offers(needs) and pins.allow(w) for w in workers):
                     queue.append(case)
@@ -230,7 +223,7 @@ class ClusterRunner:
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
             # A local cluster runs on this machine, whose peaks the header already holds.
             peaks_threads = None if self.target.local_workers else threads
-            pool = CasePool(self.timer, self.seed, self.timeout, cpus, self.memory_limit, peaks_threads)
+            pool = CasePool(self.config, cpus, peaks_threads)
             client.register_plugin(pool, name=plugin)
             in_flight: dict[Any, Case] = {}
             try:
@@ -313,4 +306,5 @@ class ClusterRunner:
     def no_worker_reason(self, needs: dict[str, float]) -> str:
         offer = ",".join(f"{k}={v:g}" for k, v in needs.items())
         where = f" among --on {','.join(self.target.on)}" if self.target.on else ""
-        return f"no Dask worker{where} offers {offer}; start one with: dask worker ADDRESS --nthreads 1 --resources {offer}"
+        return (f"no Dask worker{where} offers {offer}; "
+                f"start one with: dask worker ADDRESS --nthreads 1 --resources {offer}")

@@ -1,4 +1,5 @@
-"""Inside a Dask worker: its pool of arraybench worker processes, and the task that runs one case."""
+"""In each Dask worker process of a `--cluster` run: its pool of the run's children, and the task that
+runs one case there (the parent side of parent.py, as a local run's arraybench process is)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from distributed import WorkerPlugin, get_worker
 
 from arraybench import __version__, environment, peaks
 from arraybench.case import Case
-from arraybench.execution.parent import WorkerPool
-from arraybench.timing import TimerConfig
+from arraybench.execution.parent import RunConfig, WorkerPool
 
 
 class CasePool(WorkerPlugin):
@@ -24,16 +24,14 @@ class CasePool(WorkerPlugin):
     and event loop do not share a process (or thread pools) with the framework being timed.
     """
 
-    def __init__(self, timer: TimerConfig, seed: int, timeout: float, cpu_slices: dict[str, list[int]],
-                 memory_limit: int | None = None, peaks_threads: int | None = None) -> None:
-        self.timer, self.seed, self.timeout = timer, seed, timeout
-        self.cpu_slices, self.memory_limit = cpu_slices, memory_limit
-        self.peaks_threads = peaks_threads
+    def __init__(self, config: RunConfig, cpu_slices: dict[str, list[int]], peaks_threads: int | None = None) -> None:
+        self.config, self.cpu_slices, self.peaks_threads = config, cpu_slices, peaks_threads
 
     def setup(self, worker: Any) -> None:
-        # Logs stay on the worker's machine; a crash's last stderr line travels in its record.
+        # Logs stay on the worker's machine; a crash's last stderr line travels in its record. The
+        # run's reference cache is a path on the machine that started the run: no use here.
         log_dir = Path(worker.local_directory) / "arraybench-logs"
-        self.pool = WorkerPool(self.timer, self.seed, self.timeout, log_dir, self.memory_limit)
+        self.pool = WorkerPool(replace(self.config, log_dir=log_dir, reference_cache=None))
         self.machine = socket.gethostname()
         self.worker_name = str(worker.name)
         self.cpus = self.cpu_slices.get(self.worker_name)

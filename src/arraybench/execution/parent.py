@@ -1,4 +1,8 @@
-"""Runner: executes a plan in isolated worker processes, writing each record as soon as it exists."""
+"""The parent process of a run's children: starts them, hands each a case, merges and records what comes back.
+
+Runs in the arraybench process of a local run (Runner), and in each Dask worker of a cluster run
+(dask_worker.py holds a WorkerPool there).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +19,9 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
@@ -32,6 +36,25 @@ from arraybench.units import format_seconds, format_size
 
 WorkerKey = tuple[str, int, str, str]  # backend, threads, dtype, device
 STARTUP_TIMEOUT = 180.0
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What every child of a run is started and asked with, fixed for the run.
+
+    Made once (session.run_config) and handed unchanged to Runner, WorkerPool, Worker and
+    cluster.ClusterRunner, and pickled to each Dask worker (which points the paths at its own
+    machine).
+    """
+
+    timer: TimerConfig
+    seed: int  # of the run: shuffled orders and every case's inputs derive from it
+    timeout: float  # seconds a case may take in its child before the child is killed
+    log_dir: Path  # each child's stderr, one file per configuration
+    memory_limit: int | None = None  # bytes of address space for each child (limits.py)
+    # References shared by the run's children, each computed once (poly at 10000² takes seconds;
+    # 3 processes × 8 cases would pay it 24 times); None: each child computes its own.
+    reference_cache: Path | None = None
 
 
 def worker_env(case: Case) -> dict[str, str]:
@@ -62,12 +85,11 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.execution.child` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, log_dir: Path, memory_limit: int | None = None,
-                 reference_cache: Path | None = None, floors: bool = False) -> None:
+    def __init__(self, case: Case, config: RunConfig, floors: bool = False) -> None:
         self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
-        self.memory_limit = memory_limit
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}.log"
+        self.config = config
+        config.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = config.log_dir / f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}.log"
         self._log = self.log_path.open("ab")
         # Replacement workers append to the same log; a death is explained by this one's lines.
         self._log_start = self._log.tell()
@@ -76,10 +98,10 @@ class Worker:
             "--backend", case.backend, "--threads", str(case.threads),
             "--dtype", case.dtype, "--device", case.device, "--parent", str(os.getpid()),
         ]
-        if memory_limit:
-            cmd += ["--memory-limit", str(memory_limit)]
-        if reference_cache is not None:
-            cmd += ["--reference-cache", str(reference_cache)]
+        if config.memory_limit:
+            cmd += ["--memory-limit", str(config.memory_limit)]
+        if config.reference_cache is not None:
+            cmd += ["--reference-cache", str(config.reference_cache)]
         if floors:
             cmd += ["--floors"]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
@@ -121,8 +143,8 @@ class Worker:
         why = signal_name(code)
         if code == -signal.SIGKILL:
             why += " (killed: out of memory?)"
-        if self.memory_limit:
-            why += f" under --memory-limit {format_size(self.memory_limit)}"
+        if self.config.memory_limit:
+            why += f" under --memory-limit {format_size(self.config.memory_limit)}"
         tail = self.stderr_tail()
         return f"worker died with {why}" + (f"; last output: {tail}" if tail else "") + f"; log: {self.log_path}"
 
@@ -137,15 +159,15 @@ class Worker:
         lines = [ln for ln in re.split(r"\n(?:Current thread|Thread) 0x", text)[0].splitlines() if ln.strip()]
         return lines[-1][:300] if lines else ""
 
-    def run(self, case: Case, timer: TimerConfig, seed: int, timeout: float) -> CaseRecord:
-        request = CaseRequest(case, timer, seed)
+    def run(self, case: Case) -> CaseRecord:
+        request = CaseRequest(case, self.config.timer, self.config.seed)
         try:
             self.proc.stdin.write(protocol.encode(request).encode())  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
         except BrokenPipeError:
             self.proc.wait()
             raise WorkerDied(self.death_reason()) from None
-        return protocol.expect(self.read(timeout), RecordReply).record
+        return protocol.expect(self.read(self.config.timeout), RecordReply).record
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -155,12 +177,6 @@ class Worker:
                 pass
         self.proc.wait()
         self._log.close()
-
-
-class CaseRunner(Protocol):
-    """What session.execute drives: Runner here, or cluster.ClusterRunner on Dask workers."""
-
-    def run(self, cases: list[Case]) -> list[CaseRecord]: ...
 
 
 class Runner:
@@ -177,22 +193,15 @@ class Runner:
     def __init__(
         self,
         writer: ResultsWriter,
-        timer: TimerConfig,
-        seed: int,
-        timeout: float,
-        log_dir: Path,
+        config: RunConfig,
         on_record: Callable[[CaseRecord], None] = lambda r: None,
-        memory_limit: int | None = None,
         on_replicate: Callable[[CaseRecord, int], None] = lambda r, k: None,
         partial: dict[str, list[CaseRecord]] | None = None,
     ) -> None:
-        self.writer, self.seed, self.processes = writer, seed, max(1, timer.processes)
+        self.writer, self.config, self.processes = writer, config, max(1, config.timer.processes)
         self.on_record, self.on_replicate = on_record, on_replicate
         self.partial = partial or {}
-        # References are computed once per run and shared by every process that checks against
-        # them (poly at 10000² takes seconds; 3 processes × 8 cases would pay it 24 times).
-        self.reference_cache = log_dir.parent / "references"
-        self.pool = WorkerPool(timer, seed, timeout, log_dir, memory_limit, self.reference_cache)
+        self.pool = WorkerPool(config)
         self.machine = socket.gethostname()
 
     @staticmethod
@@ -211,7 +220,7 @@ class Runner:
         records = []
         try:
             for k in range(self.processes):
-                for case in self.order(cases, self.seed, k):
+                for case in self.order(cases, self.config.seed, k):
                     if case.id in finished or len(done[case.id]) > k:  # failed early, or resumed past k
                         continue
                     t0 = time.monotonic()
@@ -231,7 +240,8 @@ class Runner:
                 self.pool.close()
         finally:
             self.pool.close()
-        shutil.rmtree(self.reference_cache, ignore_errors=True)  # kept after an interruption, for --resume
+        if self.config.reference_cache is not None:  # kept after an interruption, for --resume
+            shutil.rmtree(self.config.reference_cache, ignore_errors=True)
         return records
 
 
@@ -288,12 +298,8 @@ class WorkerPool:
     and the worker is replaced for the next case.
     """
 
-    def __init__(self, timer: TimerConfig, seed: int, timeout: float, log_dir: Path,
-                 memory_limit: int | None = None, reference_cache: Path | None = None) -> None:
-        self.timer, self.seed, self.timeout = timer, seed, timeout
-        self.log_dir = log_dir
-        self.memory_limit = memory_limit
-        self.reference_cache = reference_cache
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
         # Configurations whose empty call (floors.py) a worker of this pool measured: once is
@@ -310,8 +316,7 @@ class WorkerPool:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         if worker is None:
-            worker = Worker(case, self.log_dir, self.memory_limit, self.reference_cache,
-                            floors=key not in self.floors_measured)
+            worker = Worker(case, self.config, floors=key not in self.floors_measured)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:
@@ -326,10 +331,10 @@ class WorkerPool:
                 self._drop(key)
                 return blank_record(case, "unavailable", worker.unavailable)
         try:
-            return worker.run(case, self.timer, self.seed, self.timeout)
+            return worker.run(case)
         except WorkerTimeout:
             self._drop(key)
-            return blank_record(case, "timeout", f"no result within --timeout {self.timeout:g} s; worker killed")
+            return blank_record(case, "timeout", f"no result within --timeout {self.config.timeout:g} s; worker killed")
         except WorkerDied as e:
             self._drop(key)
             return blank_record(case, "crashed", str(e))

@@ -1,22 +1,35 @@
-"""Session: one benchmark run from settings to a results file — shared by the CLI and the Python API."""
+"""One benchmark run from settings to a results file, in the arraybench process (the CLI's or the
+Python API's): plan, a runner for it, the crossover rounds, the results."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from arraybench import __version__, environment, peaks, refine
 from arraybench.case import Case
 from arraybench.errors import UsageError
-from arraybench.execution.parent import CaseRunner, Progress, Runner
+from arraybench.execution.parent import Progress, RunConfig, Runner
 from arraybench.plan import build_plan
 from arraybench.record import CaseRecord
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.run_ids import new_run_id
 from arraybench.settings import RunSettings
 from arraybench.store import Store, recording
+
+
+class CaseRunner(Protocol):
+    """What execute drives: parent.Runner, or cluster.ClusterRunner on Dask workers."""
+
+    def run(self, cases: list[Case]) -> list[CaseRecord]: ...
+
+
+def run_config(settings: RunSettings, out_dir: Path) -> RunConfig:
+    """What the run's children are started and asked with; their logs and shared references in `out_dir`."""
+    return RunConfig(settings.timer, settings.seed, settings.timeout, out_dir / "logs", settings.memory_limit,
+                     reference_cache=out_dir / "references")
 
 
 def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None) -> dict[str, Any]:
@@ -66,7 +79,8 @@ def execute(
     `on_start(number of cases)` returns the per-record callback (the progress bar). On Ctrl-C
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
     already on disk. With `store`, each record is also added to that results store as it lands.
-    `make_runner` is called like Runner: cluster.ClusterRunner runs the cases on Dask workers.
+    `make_runner(writer, config, on_record=...)` is Runner, or cluster.ClusterRunner with its target
+    bound, which runs the cases on Dask workers.
     `run_id` names a new run (the CLI names its output directory after it).
     After the plan, up to `settings.refine` rounds measure more sizes where the fastest
     backend·mode changes between planned sizes (refine.py), until each such crossover is bracketed.
@@ -91,8 +105,7 @@ def execute(
         if isinstance(progress, Progress):
             progress.processes = settings.timer.processes
             extra["on_replicate"] = progress.replicate
-    runner = make_runner(writer, settings.timer, settings.seed, settings.timeout, out_dir / "logs",
-                         on_record=on_record, memory_limit=settings.memory_limit, **extra)
+    runner = make_runner(writer, run_config(settings, out_dir), on_record=on_record, **extra)
     try:
         runner.run(todo)
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
