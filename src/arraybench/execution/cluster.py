@@ -295,8 +295,8 @@ class ClusterRunner:
 
     def record(self, rec: CaseRecord, environment: dict[str, Any] | None = None) -> None:
         rec = merge_processes([rec])  # the local format; a cluster run measures a case in one process
-        machine = rec.machine
-        if environment is not None and machine not in self.machines:
+        machine = rec.machine  # named by every Dask task (dask_worker.run_case), the one source of an environment
+        if environment is not None and machine is not None and machine not in self.machines:
             self.machines.add(machine)
             self.writer.add_machine(machine, environment)
         self.writer.append(rec)

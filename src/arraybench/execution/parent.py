@@ -180,7 +180,7 @@ class Worker:
 
 
 class Runner:
-    """Runs each case in `timer.processes` worker processes, in shuffled order, recording as it goes.
+    """Runs each case in `config.timer.processes` worker processes, in shuffled order, recording as it goes.
 
     The plan runs in rounds: each round starts fresh workers and shuffles the cases anew, so a
     case's processes differ in what ran before them and when. Each process's result is written

@@ -122,7 +122,7 @@ def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress
     extra: list[Case] = []
     for _ in range(rounds):
         records = load_results(path).records
-        extra_ids = {r["id"] for r in records} - {c.id for c in plan}
+        extra_ids = {r.id for r in records} - {c.id for c in plan}
         new = refine.proposals(plan, [*extra, *_cases_of(records, extra_ids)], records)
         if not new:
             return
@@ -132,6 +132,6 @@ def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress
         runner.run(new)
 
 
-def _cases_of(records: list[dict[str, Any]], ids: set[str]) -> list[Case]:
+def _cases_of(records: list[CaseRecord], ids: set[str]) -> list[Case]:
     """The cases a resumed run's refinement had already added."""
-    return [Case.from_dict(r) for r in records if r["id"] in ids]
+    return [Case.from_dict(dict(r)) for r in records if r.id in ids]
