@@ -10,8 +10,8 @@ import pytest
 from arraybench.cli import main
 
 # One process a case unless a test is about replication (test_replication.py).
-TINY = ["--params", "n=200,iters=20", "--min-time", "0.01", "--max-time", "0.2", "--min-samples", "3", "--processes", "1",
-        "--refine", "0"]
+TINY = ["--params", "n=200,iters=20", "--min-time", "0.01", "--max-time", "0.2", "--min-samples", "3",
+        "--processes", "1", "--refine", "0"]
 
 
 class FakeClock:

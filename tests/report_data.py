@@ -1,4 +1,5 @@
-"""Synthetic results shaped like a real sweep: per-call cost plus work, so crossovers, bounds and the roofline are known."""
+"""Synthetic results shaped like a real sweep: per-call cost plus work, so crossovers, bounds and the
+roofline are known."""
 
 import math
 
@@ -50,7 +51,7 @@ def synthetic_results():
 
 
 def bisected_records(dtype="float64"):
-    """The synthetic sweep after the run layer's bisection hook: measure what bracket.proposals asks until it asks nothing."""
+    """The synthetic sweep bisected to its brackets: measure what bracket.proposals asks until it asks nothing."""
     from arraybench import bracket
 
     recs = synthetic_records(dtype)

@@ -73,7 +73,8 @@ def test_cluster_run_has_the_cases_statuses_and_format_of_a_local_run(tmp_path, 
     # The same plan from another machine: `report` puts the two side by side.
     other = tmp_path / "other" / "results.jsonl"
     other.parent.mkdir()
-    other.write_text((tmp_path / "local" / "results.jsonl").read_text().replace(f'"machine": "{HOST}"', '"machine": "gpu-node"'))
+    local = (tmp_path / "local" / "results.jsonl").read_text()
+    other.write_text(local.replace(f'"machine": "{HOST}"', '"machine": "gpu-node"'))
     code, stdout, _ = run_cli("report", str(tmp_path / "dask"), str(other), "--output-dir", str(tmp_path / "report"))
     assert code == 0 and f"machine {HOST}" in stdout and "machine gpu-node" in stdout
 
@@ -113,7 +114,8 @@ def test_gpu_cases_without_a_gpu_worker_are_unavailable_with_the_fix(tmp_path, d
         (["--on", "0"], "--on needs --cluster"),
         (["--cluster", "local:0"], "expected local:N with N at least 1"),
         (["--cluster", "localhost"], "expected local:N"),
-        (["--cluster", "{address}", "--on", "nosuchworker"], f"--on 'nosuchworker' names no Dask worker; workers: 0 ({HOST}, tcp://127.0.0.1:"),
+        (["--cluster", "{address}", "--on", "nosuchworker"],
+         f"--on 'nosuchworker' names no Dask worker; workers: 0 ({HOST}, tcp://127.0.0.1:"),
         (["--cluster", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at tcp://127.0.0.1:9"),
         (["--cluster", "local:2", "--threads", str(CORES)], f"that needs {2 * CORES} cores and {CORES} are usable"),
     ],

@@ -9,7 +9,8 @@ def test_the_variables_that_change_results_are_recorded_and_no_others():
     env = {"KMP_AFFINITY": "compact", "NUMBA_OPT": "0", "TORCHINDUCTOR_FREEZING": "1", "OMP_NUM_THREADS": "2",
            "XLA_FLAGS": "--xla_cpu", "MALLOC_ARENA_MAX": "2", "HOME": "/root", "PATH": "/bin", "TERM": "xterm"}
     assert environment.settings_env(env) == {k: env[k] for k in ("KMP_AFFINITY", "MALLOC_ARENA_MAX", "NUMBA_OPT",
-                                                                 "OMP_NUM_THREADS", "TORCHINDUCTOR_FREEZING", "XLA_FLAGS")}
+                                                                 "OMP_NUM_THREADS", "TORCHINDUCTOR_FREEZING",
+                                                                 "XLA_FLAGS")}
 
 
 def test_cpu_flags_and_frequency_come_from_linux():

@@ -93,7 +93,8 @@ BAD_INPUTS = [
     ("run --resume {tmp}/r_notjson", "results file '{tmp}/r_notjson/results.jsonl' line 1 is not JSON"),
     ("run --resume {tmp}/r_newer", "has schema 99, newer than this arraybench reads (3)"),
     ("run --resume {tmp}/done/results.jsonl", "--resume takes the run's output directory, not a file"),
-    ("run --resume {tmp}/done --backends jax", "--resume {tmp}/done runs with the settings stored there; drop --backends"),
+    ("run --resume {tmp}/done --backends jax",
+     "--resume {tmp}/done runs with the settings stored there; drop --backends"),
     ("run --workload-file {tmp}/missing.py", "workload file '{tmp}/missing.py' does not exist"),
     ("run --workload-file {tmp}/broken_workload.py",
      "failed to import: ModuleNotFoundError: No module named 'no_such_module_xyz'"),
@@ -389,7 +390,8 @@ def test_the_readme_documents_every_exit_code():
 def test_the_install_hint_of_every_framework_names_a_real_extra():
     import tomllib
 
-    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"]
     for cls in BACKENDS.values():
         if cls.name != "numpy":  # a core dependency, never missing
             assert cls.extra in extras, cls.name

@@ -45,7 +45,8 @@ def test_every_installed_backend_and_mode_runs_and_is_correct(linreg_run):
 
 def test_numpy_and_numba_say_why_they_have_no_autodiff(linreg_run):
     _, _, lines = linreg_run
-    reasons = {r["backend"]: r["error"] for r in lines[1:] if r["workload"] == "linreg_autodiff" and r["status"] == "unsupported"}
+    reasons = {r["backend"]: r["error"] for r in lines[1:]
+               if r["workload"] == "linreg_autodiff" and r["status"] == "unsupported"}
     assert "no autodiff" in reasons["numpy"] and "no autodiff" in reasons["numba"]
 
 

@@ -91,8 +91,8 @@ def test_python_api_loads_runs_and_files_as_dataframes(stored_run):
 
 def test_no_store_writes_no_database(tmp_path, run_cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, _, _ = run_cli("run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager", "--sizes", "2", "--threads", "1",
-                         "--output-dir", "out", "--no-store", *TINY)
+    code, _, _ = run_cli("run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager", "--sizes", "2",
+                         "--threads", "1", "--output-dir", "out", "--no-store", *TINY)
     assert code == 0 and (tmp_path / "out" / "results.jsonl").exists()
     assert not (tmp_path / ".arraybench").exists()
 

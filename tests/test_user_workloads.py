@@ -172,7 +172,8 @@ def test_an_edited_file_is_read_again(tmp_path):
     from arraybench.userfile import load_workload_file
 
     bench = tmp_path / "bench.py"
-    source = "import arraybench as ab\n\n@ab.workload(params={{'n': 4}})\ndef {}(xp, x):\n    return x\n\n{}.inputs(lambda rng, n: (rng.random(n),))\n"
+    source = ("import arraybench as ab\n\n@ab.workload(params={{'n': 4}})\ndef {}(xp, x):\n    return x\n\n"
+              "{}.inputs(lambda rng, n: (rng.random(n),))\n")
     bench.write_text(source.format("first", "first"))
     assert list(load_workload_file(str(bench))) == ["first"]
     bench.write_text(source.format("second", "second"))
