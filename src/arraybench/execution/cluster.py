@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 import uuid
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -186,7 +186,10 @@ class ClusterRunner:
     """Runs cases as Dask tasks and records each the moment it finishes, as Runner does locally.
 
     A task runs its case in its Dask worker's WorkerPool (dask_worker.CasePool): the same
-    isolated arraybench worker processes as a local run, started once per Dask worker. A Dask
+    isolated arraybench worker processes as a local run, started once per Dask worker. As
+    locally, each case is measured in `timer.processes` processes: the plan runs in rounds, each
+    in a new shuffled order, and between rounds every Dask worker closes its pool, so the next
+    round's cases run in fresh processes; a case's record follows its last process. A Dask
     worker that dies loses only the cases it held: the scheduler runs them elsewhere, and
     after `distributed.scheduler.allowed-failures` deaths (default 3) the case is recorded as
     crashed. Cases pinned by name to a worker that left are recorded as crashed too.
@@ -203,21 +206,25 @@ class ClusterRunner:
         self.target, self.writer, self.config, self.on_record = target, writer, config, on_record
         self.records: list[CaseRecord] = []
         self.machines = set(load_results(writer.path).machine_lines)
+        self.processes = max(1, config.timer.processes)
+        self.round = 0
+        self.done: dict[str, list[CaseRecord]] = defaultdict(list)
+        self.finished: set[str] = set()
 
     def run(self, cases: list[Case]) -> list[CaseRecord]:
         from distributed import as_completed
 
-        from arraybench.execution.dask_worker import CasePool
+        from arraybench.execution.dask_worker import CasePool, close_pool
 
         threads = max((c.threads for c in cases), default=1)
         cpus = self.target.cpu_slices(threads)
         with self.target.client() as client:
             workers, pins = self.target.workers(client)
-            queue: deque[Case] = deque()
-            for case in Runner.order(cases, self.config.seed):
+            runnable: list[Case] = []
+            for case in cases:
                 needs = case_needs(case)
                 if any(w.offers(needs) and pins.allow(w) for w in workers):
-                    queue.append(case)
+                    runnable.append(case)
                 else:
                     self.record(blank_record(case, "unavailable", self.no_worker_reason(needs)))
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
@@ -227,7 +234,12 @@ class ClusterRunner:
             client.register_plugin(pool, name=plugin)
             in_flight: dict[Any, Case] = {}
             try:
-                self.feed(client, plugin, queue, in_flight, as_completed(), pins)
+                for k in range(self.processes):
+                    self.round = k
+                    queue = deque(c for c in Runner.order(runnable, self.config.seed, k) if c.id not in self.finished)
+                    self.feed(client, plugin, queue, in_flight, as_completed(), pins)
+                    if k < self.processes - 1:
+                        client.run(close_pool, plugin)  # fresh processes for the next round
             finally:
                 client.cancel(list(in_flight))
                 with contextlib.suppress(Exception):  # the cluster may already be going away
@@ -294,7 +306,16 @@ class ClusterRunner:
             return blank_record(case, "crashed", f"Dask task failed: {one_line(e)}"), None
 
     def record(self, rec: CaseRecord, environment: dict[str, Any] | None = None) -> None:
-        rec = merge_processes([rec])  # the local format; a cluster run measures a case in one process
+        """One process's result (of the current round): kept, and the case's record written after
+        its last process, or at once where it failed (as Runner does)."""
+        if self.processes > 1:
+            self.writer.append_replicate(rec, self.round)
+        self.done[rec.id].append(rec)
+        if self.round == self.processes - 1 or rec.status not in ("ok", "wrong"):
+            self.finished.add(rec.id)
+            self.write(merge_processes(self.done[rec.id]), environment)
+
+    def write(self, rec: CaseRecord, environment: dict[str, Any] | None) -> None:
         machine = rec.machine  # named by every Dask task (dask_worker.run_case), the one source of an environment
         if environment is not None and machine is not None and machine not in self.machines:
             self.machines.add(machine)

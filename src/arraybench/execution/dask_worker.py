@@ -63,3 +63,10 @@ def run_case(plugin_name: str, case: dict[str, Any]) -> tuple[dict[str, Any], di
     # wall_s as a local run records it: what measuring the case cost.
     record = replace(record, wall_s=time.monotonic() - t0, machine=plugin.machine, worker=plugin.worker_name)
     return record.to_json(), plugin.machine_environment()
+
+
+def close_pool(plugin_name: str, dask_worker: Any = None) -> None:
+    """End this Dask worker's child processes (`client.run` passes the worker): the next round of a
+    run measures each case in fresh ones, as a local run's next round does."""
+    worker = dask_worker or get_worker()
+    worker.plugins[plugin_name].pool.close()
