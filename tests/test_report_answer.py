@@ -120,6 +120,7 @@ def test_no_fake_rates_for_views_and_non_flop_work(bisected):
     assert "sort (cpu): no rate shown, no FLOPs" in md
     roof = " ".join(re.findall(r"<text[^>]*>([^<]*)</text>", (out / "plots" / "roofline-float64.svg").read_text()))
     assert "CPU memory roof: 20 GB/s" in roof and "CPU compute roof: matmul 50 GFLOP/s" in roof
+    assert "CPU cache roof (data ≤ 256 KiB): 80 GB/s" in roof
     assert "Not drawn (no FLOP/s or no bytes moved): sort (no FLOPs); transfer_to_host (no bytes moved)" in roof
 
 

@@ -43,6 +43,14 @@ def roofs(peaks: Mapping[str, Any], device: str, dtype: str) -> tuple[float | No
     return (here.get("matmul_gflops") or {}).get(dtype), here.get("bandwidth_gbs")
 
 
+def cache_roof(peaks: Mapping[str, Any], device: str) -> tuple[float | None, int | None]:
+    """(GB/s, bytes) of the CPU's cache roof: a copy whose data stay in one core's cache (peaks.py);
+    None on a GPU, or where the peaks did not measure it."""
+    if device != "cpu":
+        return None, None
+    return peaks.get("cache_bandwidth_gbs"), peaks.get("cache_bytes")
+
+
 def moved_bytes(r: Mapping[str, Any], peaks: Mapping[str, Any]) -> float | None:
     """The bytes one call moves, or None where they are not known to move: a transfer on the CPU,
     or a GPU transfer faster than the GPU's own memory, which no copy over a bus can be (it handed

@@ -247,6 +247,8 @@ def peaks_text(peaks: dict[str, Any]) -> str:
         parts += [f"{where}matmul {dt} {v:.3g} GFLOP/s" for dt, v in sorted((p.get("matmul_gflops") or {}).items())]
         if p.get("bandwidth_gbs"):
             parts.append(f"{where}streaming {p['bandwidth_gbs']:.3g} GB/s")
+    if peaks.get("cache_bandwidth_gbs") and peaks.get("cache_bytes"):
+        parts.append(f"in cache ({peaks['cache_bytes'] // 2**10} KiB) {peaks['cache_bandwidth_gbs']:.3g} GB/s")
     if peaks.get("harness_call_s"):
         parts.append(f"harness call {format_seconds(peaks['harness_call_s'])}")
     how = peaks.get("method", "not recorded (results from before peaks were measured)")

@@ -349,6 +349,16 @@ def roofline_figure(data: ReportData, machine: str, dtype: str, pts: Sequence[Ma
         if flop_roof and bw_roof:
             roofs.append((device.upper(), flop_roof, bw_roof))
             lo_x, hi_x = min(lo_x, flop_roof / bw_roof / 3), max(hi_x, flop_roof / bw_roof * 3)
+    cache_bw, cache_bytes = bound.cache_roof(peaks, "cpu")
+    cpu_roof = next((r for r in roofs if r[0] == "CPU"), None)
+    if cache_bw and cache_bytes and cpu_roof:
+        # Above the memory roof: cases whose data fit in a core's cache can stream faster.
+        ridge = cpu_roof[1] / cache_bw
+        lo_x = min(lo_x, ridge / 3)
+        ax.plot([lo_x, ridge], [lo_x * cache_bw, cpu_roof[1]], color="black", linewidth=1.0, linestyle=":", zorder=1)
+        ax.annotate(f"CPU cache roof (data ≤ {cache_bytes // 2**10} KiB): {cache_bw:.3g} GB/s", (ridge, cpu_roof[1]),
+                    textcoords="offset points", xytext=(-4, 2), ha="right", va="bottom", fontsize=8,
+                    bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
     for name, flop_roof, bw_roof in roofs:
         ridge = flop_roof / bw_roof
         ax.plot([lo_x, ridge, hi_x], [lo_x * bw_roof, flop_roof, flop_roof], color="black", linewidth=1.4,
