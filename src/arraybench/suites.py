@@ -31,9 +31,9 @@ class Part:
 QUICK_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.5, min_samples=3, processes=1)
 # The default suite holds ~300 cases and the seeds suite ~250, each measured in 3 processes:
 # what makes a number reproduce is the spread between processes, so each process samples for a
-# short while (0.05 s of warm-up, then 0.05-0.15 s, stopping at ±2 %: TimerConfig.target_half_width)
+# short while (0.03 s of warm-up, then 0.03-0.1 s, stopping at ±2 %: TimerConfig.target_half_width)
 # and the processes bring the rest. A call longer than that still gets one sample a process.
-SUITE_TIMER = TimerConfig(warmup_time=0.05, min_time=0.05, max_time=0.15)
+SUITE_TIMER = TimerConfig(warmup_time=0.03, min_time=0.03, max_time=0.1)
 
 # The configurations of the four source documents. Their iteration counts are kept where they
 # are part of the computation (document 001's gradient-descent steps, linreg's `iters`); the
