@@ -70,12 +70,15 @@ def test_no_change_of_winner_asks_for_nothing():
     assert refine.proposals(plan, [], measure(plan)) == []
 
 
-def test_a_change_of_winner_within_noise_is_not_refined():
+def test_a_change_of_winner_within_noise_at_both_ends_is_not_refined():
     plan = [case(b, n) for b in ("numpy", "torch") for n in (1_000, 1_000_000)]
     records = measure(plan)
-    # torch at n = 10⁶ is ahead, but its interval reaches over numpy's: within noise there.
+    # numpy ahead at 10³ and torch at 10⁶, but torch's intervals reach over numpy's at both.
+    records[2] = record(plan[2], timings(1_000)["torch"], spread=10.0)
     records[3] = record(plan[3], timings(1_000_000)["torch"], spread=10.0)
     assert refine.proposals(plan, [], records) == []
+    records[2] = record(plan[2], timings(1_000)["torch"])  # separated at one end: worth finding
+    assert refine.proposals(plan, [], records) != []
 
 
 def test_failed_or_untimed_records_are_not_points():

@@ -76,11 +76,11 @@ def _points(records: Iterable[Mapping[str, Any]], ids: dict[str, tuple[GroupKey,
 
 
 def winner_changes(planned: dict[str, dict[float, bracket.Point]]) -> set[tuple[str, str]]:
-    """Pairs (fastest at one planned size, fastest at the next) where the two differ and each is
-    ahead of the other beyond noise at its own end (their intervals separate there).
+    """Pairs (fastest at one planned size, fastest at the next) where the two differ and one of them
+    is ahead beyond noise at its own end (their intervals separate there).
 
-    A change of winner within noise at either end is no crossover to find: more sizes between
-    could only show the two tie there, which crossovers.csv says already.
+    A change of winner within noise at both ends is no crossover that more sizes could find: the
+    two tie as far as this run can tell, which crossovers.csv says already.
     """
     sizes = sorted({s for series in planned.values() for s in series})
     winners = []
@@ -92,7 +92,7 @@ def winner_changes(planned: dict[str, dict[float, bracket.Point]]) -> set[tuple[
     for (s0, a), (s1, b) in zip(winners, winners[1:], strict=False):
         if a == b or s0 not in planned[b] or s1 not in planned[a]:
             continue
-        if bracket.side(planned[a][s0], planned[b][s0]) == -1 and bracket.side(planned[b][s1], planned[a][s1]) == -1:
+        if bracket.side(planned[a][s0], planned[b][s0]) == -1 or bracket.side(planned[b][s1], planned[a][s1]) == -1:
             out.add((a, b) if a < b else (b, a))
     return out
 

@@ -126,8 +126,8 @@ def _change(name: str, a: str, b: str, s0: float, s1: float, found: list[Crossov
     if c is None or c.state == bracket.OPEN:
         return f"up to {name} = {size_text(s0)}; from {name} = {size_text(s1)} (not bracketed more closely)"
     if c.state == bracket.TIE:
-        return (f"below {name} ≈ {size_text(c.size, True)} (within noise of each other from "
-                f"{size_text(c.lo)} to {size_text(c.hi)}); above")
+        return (f"below {name} ≈ {size_text(c.size, True)} (ahead beyond noise at {name} = {size_text(c.lo)}, "
+                f"behind at {size_text(c.hi)}, within noise of each other at every size measured between); above")
     return f"below {name} ≈ {size_text(c.size, True)}; above"
 
 
