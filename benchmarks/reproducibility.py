@@ -124,8 +124,9 @@ def main() -> None:
     p.add_argument("check", choices=("aa", "order"))
     p.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
     p.add_argument("--rounds", type=int, default=5, help="order: workers per condition")
-    p.add_argument("extra", nargs="*", help="aa: more `arraybench run` options, after --")
-    args = p.parse_args()
+    # aa: more `arraybench run` options, after -- (argparse's nargs="*" refuses options after --)
+    args, extra = p.parse_known_args()
+    args.extra = [a for a in extra if a != "--"]
     out = args.out or Path(tempfile.mkdtemp(prefix="arraybench-repro-"))
     out.mkdir(parents=True, exist_ok=True)
     if args.check == "aa":
