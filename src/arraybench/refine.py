@@ -105,7 +105,6 @@ def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Map
     """
     ids: dict[str, tuple[GroupKey, str, int]] = {}
     templates: dict[tuple[GroupKey, str], Case] = {}
-    planned_ids: set[str] = set()
     for case in (*plan, *extra):
         name = size_param(case)
         if name is None:

@@ -117,21 +117,17 @@ def execute(
 def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:
     """Measure the sizes refine.proposals asks for, round after round, until none or `rounds` are done.
 
-    What a resumed run measured already counts: its records are read back from the file.
+    The cases refinement added, in this run or before a --resume, are read back from the file with
+    what was measured: every case a round runs leaves a record there.
     """
-    extra: list[Case] = []
+    planned = {c.id for c in plan}
     for _ in range(rounds):
         records = load_results(path).records
-        extra_ids = {r.id for r in records} - {c.id for c in plan}
-        new = refine.proposals(plan, [*extra, *_cases_of(records, extra_ids)], records)
+        added = [Case.from_dict(dict(r)) for r in records if r.id not in planned]
+        new = refine.proposals(plan, added, records)
         if not new:
             return
-        extra += new
         if isinstance(progress, Progress):
             progress.total += len(new)
         runner.run(new)
 
-
-def _cases_of(records: list[CaseRecord], ids: set[str]) -> list[Case]:
-    """The cases a resumed run's refinement had already added."""
-    return [Case.from_dict(dict(r)) for r in records if r.id in ids]
