@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from arraybench.record import CaseRecord
 from arraybench.results import (
     FAILED,
     Results,
+    analysed,
     finite,
     load_results,
     upgrade,
@@ -92,14 +94,32 @@ class Store:
                              "(arraybench run creates it; --store names another)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit: transactions are opened explicitly (BEGIN IMMEDIATE) where they are needed.
-            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self._migrate()
+            self._open()
         except sqlite3.DatabaseError as e:
             raise UsageError(f"cannot use results store {str(self.path)!r}: {e}") from None
         except OSError as e:
             raise UsageError(f"cannot create results store {str(self.path)!r}: {e.strerror}") from None
+
+    def _open(self) -> None:
+        """Connect, switch to WAL and migrate. Two processes creating one store at the same moment
+        can see "database is locked" at once from the switch to WAL (SQLite does not call the busy
+        handler there: 8 of 120 simultaneous openings failed so), so that is retried until the
+        busy timeout has passed."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        delay = 0.01
+        while True:
+            # Autocommit: transactions are opened explicitly (BEGIN IMMEDIATE) where they are needed.
+            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self._migrate()
+                return
+            except sqlite3.OperationalError as e:
+                self.conn.close()
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(0.5, 2 * delay)
 
     def __enter__(self) -> Store:
         return self
@@ -221,7 +241,8 @@ class Store:
         schema = header.get("schema", RESULTS_SCHEMA)
         records = [CaseRecord.from_json(upgrade(json.loads(r[0]), schema)) for r in self.conn.execute(
             "SELECT record FROM cases WHERE run_id = ? ORDER BY rowid", (rid,))]
-        return Results(header=header, records=records)
+        records, prior, full_speed = analysed(records)
+        return Results(header=header, records=records, prior=prior, full_speed_s=full_speed)
 
 
 def _dumps(obj: Any) -> str:
