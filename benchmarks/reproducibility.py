@@ -6,8 +6,11 @@
 `aa` runs one plan twice with `arraybench run` (fresh workers, order seeds 1 and 2) and
 reports, per backend and overall: the share of cases whose second median falls inside the
 first run's 95 % interval (target ≥ 90 %), the median and worst relative difference of the
-medians, and what `arraybench compare --fail-on-slowdown 10%` says (target: exit 0, no case
-called slower or faster). The default plan is a subset of the default suite with every CPU
+medians and the intervals' median width, both as the file holds them and as arraybench reads
+them (host-speed corrected, pooled); what `arraybench compare --fail-on-slowdown 10%` says
+(target: exit 0, no case called slower or faster); and what it says when every sample of the
+second run is made 10 % slower (a real change: how many cases it finds). `--reuse` analyses
+the runs already in --out. The default plan is a subset of the default suite with every CPU
 backend at a small and a large size.
 
 `order` measures the long element-wise kernel of benchmarks/long_kernel.py (NumPy, float64,
@@ -50,39 +53,83 @@ def cases(path: Path) -> dict[str, dict]:
     return out
 
 
-def aa(out: Path, extra: list[str]) -> None:
-    runs = []
-    for seed in (1, 2):
-        d = out / f"run{seed}"
+def aa(out: Path, extra: list[str], reuse: bool = False) -> None:
+    runs = [out / f"run{seed}" for seed in (1, 2)]
+    for seed, d in zip((1, 2), runs, strict=True):
+        if reuse and (d / "results.jsonl").exists():
+            continue
         t0 = time.monotonic()
         done = arraybench("run", *AA_PLAN, *extra, "--seed", str(seed), "--output-dir", str(d))
         print(f"run {seed}: exit {done.returncode} in {time.monotonic() - t0:.0f} s -> {d}")
         if done.returncode not in (0, 1):
             sys.exit(done.stderr)
-        runs.append(d)
     a, b = cases(runs[0]), cases(runs[1])
-    by_backend: dict[str, list[tuple[bool, float]]] = defaultdict(list)
-    for cid, ra in a.items():
-        rb = b.get(cid)
-        if rb is None or ra["status"] != "ok" or rb["status"] != "ok":
+    coverage("as written (the file's own fields: each case from its own processes, the clock's times)",
+             {k: (r["backend"], r["status"], r["median_s"], r["ci95_s"]) for k, r in a.items()},
+             {k: (r["backend"], r["status"], r["median_s"], r["ci95_s"]) for k, r in b.items()})
+    try:
+        from arraybench.results import load_results
+    except ImportError:  # an older checkout without a reader of its own
+        load_results = None
+    if load_results is not None:
+        ra, rb = load_results(runs[0]), load_results(runs[1])
+        print(f"\nrun 1: full-speed reference {ra.full_speed_s}, prior {ra.prior}")
+        coverage("as read (what report and compare see: host speed corrected, intervals pooled over the run)",
+                 {r.id: (r.backend, r.status, r.median_s, r.ci95_s) for r in ra.latest().values()},
+                 {r.id: (r.backend, r.status, r.median_s, r.ci95_s) for r in rb.latest().values()})
+    compare(runs[0], runs[1], "identical runs")
+    slower = out / "run2-slower-10pc"
+    scaled_copy(runs[1], slower, 1.10)
+    compare(runs[0], slower, "run 2 with every sample made 10 % slower (a real change compare should find)")
+
+
+def coverage(title: str, a: dict[str, tuple], b: dict[str, tuple]) -> None:
+    """Per backend: share of run 2's medians inside run 1's interval, median and worst |difference|, width."""
+    by_backend: dict[str, list[tuple[bool, float, float]]] = defaultdict(list)
+    for cid, (backend, status, median, ci) in a.items():
+        other = b.get(cid)
+        if other is None or status != "ok" or other[1] != "ok" or not ci:
             continue
-        lo, hi = ra["ci95_s"]
-        by_backend[ra["backend"]].append((lo <= rb["median_s"] <= hi, rb["median_s"] / ra["median_s"] - 1))
-    print(f"\n{'backend':<12} {'cases':>5} {'inside 95%':>10} {'median |diff|':>14} {'worst |diff|':>13}")
-    every = []
-    for backend, rows in sorted(by_backend.items()) + [("all", None)]:  # type: ignore[operator]
-        rows = rows if rows is not None else every
+        lo, hi = ci
+        by_backend[backend].append((lo <= other[2] <= hi, other[2] / median - 1, hi / lo))
+    print(f"\n{title}\n{'backend':<12} {'cases':>5} {'inside 95%':>10} {'median |diff|':>14} {'worst |diff|':>13} "
+          f"{'median hi/lo':>13}")
+    every: list[tuple[bool, float, float]] = []
+    for backend, rows in [*sorted(by_backend.items()), ("all", [])]:
+        rows = rows or every
         if backend != "all":
             every.extend(rows)
-        diffs = [abs(d) for _, d in rows]
-        print(f"{backend:<12} {len(rows):>5} {100 * sum(i for i, _ in rows) / len(rows):>9.0f}% "
-              f"{100 * statistics.median(diffs):>13.1f}% {100 * max(diffs):>12.1f}%")
-    cmp = arraybench("compare", str(runs[0]), str(runs[1]), "--fail-on-slowdown", "10%")
+        diffs = [abs(d) for _, d, _ in rows]
+        print(f"{backend:<12} {len(rows):>5} {100 * sum(i for i, _, _ in rows) / len(rows):>9.0f}% "
+              f"{100 * statistics.median(diffs):>13.1f}% {100 * max(diffs):>12.1f}% "
+              f"{statistics.median(w for _, _, w in rows):>12.2f}×")
+
+
+def compare(base: Path, new: Path, what: str) -> None:
+    cmp = arraybench("compare", str(base), str(new), "--fail-on-slowdown", "10%")
     summary = next((ln for ln in cmp.stdout.splitlines() if "cases on both sides" in ln), cmp.stdout[:300])
-    print(f"\ncompare --fail-on-slowdown 10%: exit {cmp.returncode}\n{summary}")
+    print(f"\ncompare --fail-on-slowdown 10%, {what}: exit {cmp.returncode}\n{summary}")
     for line in cmp.stdout.splitlines():
         if line.rstrip().endswith(("slower", "faster")) and "·" in line:
             print("  " + line.strip())
+
+
+def scaled_copy(src: Path, dst: Path, factor: float) -> None:
+    """A copy of a run whose every sample took `factor` times as long (the host's reference unchanged)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for line in (src / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("type") in ("case", "replicate") and rec.get("samples_s"):
+            rec["samples_s"] = [x * factor for x in rec["samples_s"]]
+            for key in ("median_s", "min_s", "mean_s", "std_s", "iqr_s"):
+                if rec.get(key) is not None:
+                    rec[key] *= factor
+            rec["ci95_s"] = [x * factor for x in rec["ci95_s"]] if rec.get("ci95_s") else rec.get("ci95_s")
+            for p in rec.get("replicates") or []:
+                p["median_s"] = p["median_s"] * factor if p.get("median_s") is not None else None
+        lines.append(json.dumps(rec))
+    (dst / "results.jsonl").write_text("\n".join(lines) + "\n")
 
 
 def order(out: Path, rounds: int) -> None:
@@ -124,13 +171,14 @@ def main() -> None:
     p.add_argument("check", choices=("aa", "order"))
     p.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
     p.add_argument("--rounds", type=int, default=5, help="order: workers per condition")
+    p.add_argument("--reuse", action="store_true", help="aa: analyse the runs already in --out instead of running")
     # aa: more `arraybench run` options, after -- (argparse's nargs="*" refuses options after --)
     args, extra = p.parse_known_args()
     args.extra = [a for a in extra if a != "--"]
     out = args.out or Path(tempfile.mkdtemp(prefix="arraybench-repro-"))
     out.mkdir(parents=True, exist_ok=True)
     if args.check == "aa":
-        aa(out, args.extra)
+        aa(out, args.extra, args.reuse)
     else:
         order(out, args.rounds)
 

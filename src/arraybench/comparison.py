@@ -109,11 +109,11 @@ def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, f
 
     The same model as a case's own interval (measurement.Replicated): each side's log point
     estimate has the standard error of its hierarchical bootstrap (processes, then samples),
-    widened for the few processes a side has, and the log ratio is tested with Welch's t
-    (Welch–Satterthwaite degrees of freedom from R−1 a side). With one process a side the
-    variation between processes is unknown: the test then uses the normal distribution and,
-    like the old Mann–Whitney test on pooled samples, finds "changes" that a fresh process would
-    not reproduce (`verdict_note` says so).
+    pooled with its run's other cases (pooling.py), and the log ratio is tested with Welch's t
+    (Welch–Satterthwaite degrees of freedom from each side's R − 1 plus its prior's). With one
+    process a side and no prior the variation between processes is unknown: the test then uses
+    the normal distribution and, like the old Mann–Whitney test on pooled samples, finds
+    "changes" that a fresh process would not reproduce (`verdict_note` says so).
     """
     stats = scipy_stats()
     log_ratio = math.log(new.point / base.point)
@@ -122,12 +122,12 @@ def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, f
         p = 1.0 if log_ratio == 0 else 0.0
         return math.exp(log_ratio), (math.exp(log_ratio), math.exp(log_ratio)), p
     se = math.sqrt(vb + vn)
-    if min(base.processes, new.processes) == 1:
+    if min(base.df, new.df) <= 0:
         b, n = base.pooled.samples, new.pooled.samples
         p = 1.0 if len(set(b) | set(n)) == 1 else float(stats.mannwhitneyu(b, n, alternative="two-sided").pvalue)
         df = math.inf
     else:
-        df = (vb + vn) ** 2 / (vb**2 / (base.processes - 1) + vn**2 / (new.processes - 1))
+        df = (vb + vn) ** 2 / (vb**2 / base.df + vn**2 / new.df)
         p = float(2 * stats.t.sf(abs(log_ratio) / se, df))
     half = float(stats.t.ppf(0.975, df)) * se
     return math.exp(log_ratio), (math.exp(log_ratio - half), math.exp(log_ratio + half)), p
@@ -186,11 +186,16 @@ def row_label(r: CaseRecord) -> str:
     return f"{r.backend}·{r.mode}" + (f"·{device}" if device != "cpu" else "")
 
 
-def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float) -> CaseComparison:
-    """One case, before the correction across cases (`compare` applies it)."""
+def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
+                  runs: tuple[Results, Results] | None = None) -> CaseComparison:
+    """One case, before the correction across cases (`compare` applies it). `runs` are the two
+    runs the records come from, whose priors pool the spread between processes (results.analysed)."""
     label, row = case_label(new), row_label(new)
     if base.status == "ok" and new.status == "ok":
-        b, n = measured(base), measured(new)
+        if runs is None:
+            b, n = measured(base), measured(new)
+        else:
+            b, n = measured(base, runs[0].prior), measured(new, runs[1].prior)
         if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
         result = compare_samples(b, n, threshold)
@@ -261,7 +266,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     b = {match_key(r): r for r in base.latest().values()}
     n = {match_key(r): r for r in new.latest().values()}
     both = sorted(b.keys() & n.keys())
-    cases = [compare_cases(b[k], n[k], threshold) for k in both]
+    cases = [compare_cases(b[k], n[k], threshold, (base, new)) for k in both]
     tested = [c for c in cases if c.result is not None]
     adjusted = iter(adjust([c.result for c in tested], threshold))  # type: ignore[misc]
     cases = [c if c.result is None else

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from arraybench.pooling import NO_PRIOR, VariancePrior, t975
+
 NOISY_IQR_RATIO = 0.10
 FEW_SAMPLES = 5
 # Processes whose medians differ by more than this make a case noisy, whatever each one's IQR.
@@ -170,18 +172,6 @@ def bootstrap_log_point(groups: Sequence[Sequence[float]], resamples: int = BOOT
     return log_medians[picks, np.arange(resamples)[:, None]].mean(axis=1)
 
 
-# Student's t, 97.5th percentile, for 1..10 degrees of freedom (beyond: the Cornish–Fisher series).
-T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281)
-
-
-def t975(df: int) -> float:
-    """The 97.5th percentile of Student's t with `df` degrees of freedom (no SciPy in a run)."""
-    if df <= len(T975):
-        return T975[df - 1]
-    z = 1.959963984540054
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-
-
 def small_sample_factor(processes: int) -> float:
     """√(R/(R−1)): the bootstrap's spread of a mean over R processes is √((R−1)/R) too small."""
     return math.sqrt(processes / (processes - 1)) if processes > 1 else 1.0
@@ -198,13 +188,15 @@ class Replicated:
     """
 
     runs: tuple[Measurement, ...]
+    prior: VariancePrior = NO_PRIOR
 
     def __post_init__(self) -> None:
         if not self.runs:
             raise ValueError("Replicated needs at least one process's Measurement")
 
     @classmethod
-    def from_counts(cls, samples: Sequence[float], counts: Sequence[int], loops: Sequence[int]) -> Replicated:
+    def from_counts(cls, samples: Sequence[float], counts: Sequence[int], loops: Sequence[int],
+                    prior: VariancePrior = NO_PRIOR) -> Replicated:
         """Split the pooled samples of a record back into its processes (`counts` samples each)."""
         if sum(counts) != len(samples):
             raise ValueError(f"replicate sample counts {list(counts)} do not add up to {len(samples)} samples")
@@ -212,7 +204,7 @@ class Replicated:
         for n, lp in zip(counts, loops, strict=True):
             runs.append(Measurement(tuple(samples[start:start + n]), lp))
             start += n
-        return cls(tuple(runs))
+        return cls(tuple(runs), prior)
 
     @property
     def processes(self) -> int:
@@ -240,10 +232,35 @@ class Replicated:
     def log_bootstrap(self) -> Any:
         return bootstrap_log_point([m.samples for m in self.runs])
 
+    @cached_property
+    def own_process_variance(self) -> float:
+        """Variance of one process's log point, from this case's processes alone (R−1 df).
+
+        R times the hierarchical bootstrap's variance of the mean over R processes, corrected
+        for the few processes a case has; NaN with one process.
+        """
+        if self.processes == 1:
+            return math.nan
+        return self.processes * float(self.log_bootstrap.var()) * small_sample_factor(self.processes) ** 2
+
+    @property
+    def pooled_variance(self) -> tuple[float, float]:
+        """(variance of one process's log point, its degrees of freedom), shrunk toward the run's prior."""
+        if self.processes == 1:
+            return (self.prior.variance, self.prior.df) if self.prior.df > 0 else (math.nan, 0.0)
+        return self.prior.moderate(self.own_process_variance, self.processes - 1)
+
+    @property
+    def df(self) -> float:
+        """Degrees of freedom of log_sd: R − 1, plus what the run's prior is worth."""
+        return self.pooled_variance[1]
+
     @property
     def log_sd(self) -> float:
-        """Standard error of log(point), corrected for the few processes a case has."""
-        return float(self.log_bootstrap.std()) * small_sample_factor(self.processes)
+        """Standard error of log(point): the pooled variance of one process over R processes; with one
+        process and no prior, the bootstrap's of that process's samples alone (which says too little)."""
+        variance, df = self.pooled_variance
+        return math.sqrt(variance / self.processes) if df > 0 else float(self.log_bootstrap.std())
 
     @property
     def ci95(self) -> tuple[float, float]:
@@ -251,15 +268,16 @@ class Replicated:
 
         A repeat run is itself an estimate with the same error, so its median falls within
         point·exp(±t·√2·se), not in the narrower interval of the true value (which a second
-        run's median misses about one time in six). se is the hierarchical bootstrap's, t is
-        Student's with R−1 degrees of freedom: three processes say little about the spread
-        between processes, and the interval says so by being wide. With one process the
-        between-process variation is unknown: the interval is then that process's own and
-        says too little.
+        run's median misses about one time in six). se is the hierarchical bootstrap's
+        (processes, then samples), shrunk toward the run's prior (pooling.py), and t is Student's
+        with R − 1 degrees of freedom plus the prior's. Without a prior, three processes say
+        little about the spread between processes and the interval says so by being wide. With
+        one process and no prior the between-process variation is unknown: the interval is
+        then that process's own and says too little.
         """
-        if self.processes == 1:
+        if self.df <= 0:
             return self.runs[0].ci95
-        half = t975(self.processes - 1) * math.sqrt(2) * self.log_sd
+        half = t975(self.df) * math.sqrt(2) * self.log_sd
         c = math.log(self.point)
         return math.exp(c - half), math.exp(c + half)
 
@@ -273,7 +291,7 @@ class Replicated:
         if self.noisy:
             out.insert(0, f"noisy: IQR is {100 * self.pooled.iqr / self.pooled.median:.0f}% of the median and "
                           f"processes differ by {100 * self.spread:.0f}%; close other programs or add --replicates")
-        if self.processes == 1:
+        if self.df <= 0:
             out.append("one process: the interval ignores the variation between processes")
         return out
 

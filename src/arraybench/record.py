@@ -129,13 +129,20 @@ class CaseRecord(Mapping[str, Any]):
     # The samples and their statistics.
     samples_s: tuple[float, ...] = described("s", "raw per-call seconds of every process, process after process: each "
                                                "the mean of `loops` back-to-back synced calls", default=())
+    host_ref_s: tuple[float, ...] | None = described(
+        "s", "beside each sample of `samples_s`, in the same order: one call of the host's reference kernel (the "
+             "geometric mean of its timings just before and just after the sample), which tells how fast the host ran "
+             "then (hostspeed.py); a diagnostic, not used to correct the samples; `null` where a case was measured "
+             "without it")
     median_s: float | None = described("s", "one process: the median of its samples; a case: the geometric mean of "
                                          "its processes' medians (each process weighs the same)")
     ci95_s: tuple[float, float] | None = described(
         "s", "one process: its median's distribution-free order-statistics interval; a case: the 95 % interval in "
              "which a repeat run's `median_s` is expected, `median_s · exp(±t · √2 · se)` (se from a hierarchical "
-             "bootstrap, t Student's with `n_processes − 1` degrees of freedom; with one process, that process's "
-             "own interval). See how-a-number-is-made.md")
+             "bootstrap; with one process and no prior, that process's own interval). As written, from the case's "
+             "own processes (t with `n_processes − 1` degrees of freedom); as read (report, compare, exports), with "
+             "se pooled over the run's cases (pooling.py; t with the prior's degrees of freedom added). See "
+             "how-a-number-is-made.md")
     iqr_s: float | None = described("s", "interquartile range of the (pooled) samples")
     min_s: float | None = described("s", "smallest sample")
     mean_s: float | None = described("s", "mean of the samples")
@@ -208,7 +215,7 @@ class CaseRecord(Mapping[str, Any]):
     def from_json(cls, obj: Mapping[str, Any]) -> CaseRecord:
         """A record from a case or replicate line of the current schema (see results.upgrade_*)."""
         kw: dict[str, Any] = {f.name: obj[f.name] for f in FIELDS if f.name in obj}
-        for name in ("samples_s", "cold_samples_s", "ci95_s"):
+        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s"):
             if kw.get(name) is not None:
                 kw[name] = tuple(kw[name])
         kw["samples_s"] = kw.get("samples_s") or ()
@@ -219,7 +226,7 @@ class CaseRecord(Mapping[str, Any]):
     def to_json(self) -> dict[str, Any]:
         """Every field, in registry order: what a case or replicate line holds besides its `type`."""
         out = {f.name: getattr(self, f.name) for f in FIELDS}
-        for name in ("samples_s", "cold_samples_s", "ci95_s"):
+        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s"):
             if out[name] is not None:
                 out[name] = list(out[name])
         out["replicates"] = [p.to_json() for p in self.replicates]

@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from arraybench import hostspeed
 from arraybench.errors import UsageError
 from arraybench.measurement import Replicated
+from arraybench.pooling import NO_PRIOR, VariancePrior, fit_prior
 from arraybench.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, CaseRecord
 
 SCHEMA = 3
@@ -61,6 +63,10 @@ class Results:
     machine_lines: dict[str, dict[str, Any]] = field(default_factory=dict)
     # (round, record) of each replicate line: one process's result, read back only by --resume.
     replicate_lines: list[tuple[int, CaseRecord]] = field(default_factory=list)
+    # What the run's cases say about the spread between processes (pooling.py); records' ci95_s use it.
+    prior: VariancePrior = NO_PRIOR
+    # The host's reference kernel at the run's full speed (hostspeed.py); None: not measured.
+    full_speed_s: float | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -261,8 +267,9 @@ def load_results(path: str | os.PathLike[str]) -> Results:
             records.append(CaseRecord.from_json(upgrade(obj, schema)))
     if unknown:
         warnings.append(f"{p}: ignored fields this arraybench does not know: {', '.join(sorted(unknown))}")
+    records, prior, full_speed = analysed(records)
     return Results(header=objs[0], records=records, path=p, warnings=warnings, machine_lines=machines,
-                   replicate_lines=replicates)
+                   replicate_lines=replicates, prior=prior, full_speed_s=full_speed)
 
 
 def _read_objects(p: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -361,17 +368,44 @@ def upgrade(line: dict[str, Any], schema: int) -> dict[str, Any]:
     return out
 
 
-def measured(record: CaseRecord) -> Replicated | None:
+def measured(record: CaseRecord, prior: VariancePrior = NO_PRIOR) -> Replicated | None:
     """A record's samples as Replicated (one Measurement per process), or None when it has none.
 
     A record without `replicates` (one process's record, or one built by hand) is one process.
+    `prior` is the run's (Results.prior): what its other cases say about the spread between processes.
     """
     samples = record.samples_s
     if not samples:
         return None
     counts = [p.n_samples for p in record.replicates] or [len(samples)]
     loops = [p.loops or 1 for p in record.replicates] or [record.loops or 1]
-    return Replicated.from_counts(samples, counts, loops)
+    return Replicated.from_counts(samples, counts, loops, prior)
+
+
+def analysed(records: list[CaseRecord]) -> tuple[list[CaseRecord], VariancePrior, float | None]:
+    """The records as a run reads them: intervals that pool the spread between processes over the run.
+
+    A results file holds each case's interval from its own processes, as written when it was
+    measured; what reads a run (report, compare, exports, refinement, the store) gets every
+    measured case's `ci95_s` from its samples and the run's prior (pooling.py). Returns the
+    records, the prior, and the host's full-speed reference time (hostspeed.py; None when no
+    case carried reference timings).
+    """
+    latest = {r.id: r for r in records}
+    full_speed = hostspeed.nominal([x for r in latest.values() for x in r.host_ref_s or ()])
+    estimates = []
+    for r in latest.values():
+        m = measured(r)
+        if m is not None and m.processes > 1:
+            estimates.append((m.own_process_variance, m.processes - 1))
+    prior = fit_prior(estimates)
+    if prior.df <= 0:
+        return records, prior, full_speed
+    out = []
+    for r in records:
+        m = measured(r, prior)
+        out.append(r if m is None else dataclasses.replace(r, ci95_s=m.ci95))
+    return out, prior, full_speed
 
 
 def _case_problem(obj: dict[str, Any]) -> str:

@@ -65,6 +65,7 @@ class Timing:
     latency_s: float | None = None  # one call + sync alone, median of a few (pipelined timers only)
     stop: str = "target"  # why sampling stopped: target, max_samples or max_time
     minor_faults_per_call: float | None = None  # during the timed samples
+    host_ref_s: tuple[float, ...] | None = None  # the host's reference kernel beside each sample (hostspeed.py)
 
 
 class Timer:
@@ -91,8 +92,10 @@ class Timer:
         clock: Clock = time.perf_counter,
         pipelined: bool = False,
         faults: FaultCounter = minor_faults,
+        reference: Callable[[], float] | None = None,
     ) -> None:
         self.fn, self.args, self.sync = fn, args, sync
+        self.reference = reference
         self.config = config or TimerConfig()
         self.clock = clock
         self.faults = faults
@@ -154,13 +157,13 @@ class Timer:
         gc.disable()
         try:
             loops, overhead, warm_calls, out = self._calibrate(out)
-            samples, stop, faults_per_call, out = self._sample(loops)
+            samples, stop, faults_per_call, out, refs = self._sample(loops)
         finally:
             if was_enabled:
                 gc.enable()
         latency = self.latency() if self.pipelined else None
         return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency,
-                      stop, faults_per_call)
+                      stop, faults_per_call, refs)
 
     def _calibrate(self, out: Any) -> tuple[int, float, int, Any]:
         """Warm-up doubles as calibration: the loop count that makes a sample dwarf the overhead."""
@@ -178,15 +181,23 @@ class Timer:
         loops = max(1, math.ceil(target / per_call)) if per_call > 0 else 1
         return loops, overhead, warm_calls, out
 
-    def _sample(self, loops: int) -> tuple[list[float], str, float, Any]:
-        """Samples until the median's interval reaches the target width, or a cap; and page faults per call."""
-        cfg, clock = self.config, self.clock
+    def _sample(self, loops: int) -> tuple[list[float], str, float, Any, tuple[float, ...] | None]:
+        """Samples until the median's interval reaches the target width, or a cap; page faults per call;
+        and, with a `reference`, the host's speed beside each sample (the geometric mean of the
+        reference timed just before and just after it; outside the timed region)."""
+        cfg, clock, reference = self.config, self.clock, self.reference
         samples: list[float] = []
+        refs: list[float] = []
         faults0 = self.faults()
+        before = reference() if reference is not None else 0.0
         started = clock()
         while True:
             dt, out = self._block(loops)
             samples.append(dt / loops)
+            if reference is not None:
+                after = reference()
+                refs.append(math.sqrt(before * after))
+                before = after
             spent = clock() - started
             if (len(samples) >= cfg.min_samples and spent >= cfg.min_time
                     and Measurement(tuple(samples), loops).half_width <= cfg.target_half_width):
@@ -199,4 +210,4 @@ class Timer:
                 stop = "max_time"
                 break
         faults_per_call = (self.faults() - faults0) / (len(samples) * loops)
-        return samples, stop, faults_per_call, out
+        return samples, stop, faults_per_call, out, tuple(refs) if reference is not None else None

@@ -17,6 +17,7 @@ import numpy as np
 from arraybench import gpu
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
+from arraybench.hostspeed import measure_reference
 from arraybench.record import CaseRecord, stats_fields
 from arraybench.timing import Timer, TimerConfig
 from arraybench.workloads import resolve_workload
@@ -161,7 +162,8 @@ class CaseExecutor:
             if self.clocks:
                 self.clocks.start()
             t0 = time.perf_counter()
-            timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined).run()
+            timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
+                           reference=measure_reference).run()
             got["timer_s"] = time.perf_counter() - t0
             if self.clocks:
                 got["gpu_clock"] = self.clocks.stop()
@@ -189,6 +191,7 @@ class CaseExecutor:
             error=_wrong_reason(check) if not check.correct else (tol.source if tol.ill_conditioned else ""),
             first_call_s=timing.first_call_s,
             samples_s=tuple(m.samples),
+            host_ref_s=timing.host_ref_s,
             loops=m.loops,
             half_width=m.half_width,
             stop=timing.stop,

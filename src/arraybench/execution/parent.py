@@ -266,6 +266,8 @@ def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
         return out
     changes: dict[str, Any] = {
         "samples_s": tuple(x for r in timed for x in r.samples_s),
+        "host_ref_s": (tuple(x for r in timed for x in r.host_ref_s or ())
+                       if all(r.host_ref_s for r in timed) else None),
         "replicates": tuple(ProcessRecord.of(r) for r in timed),
         **{k: None for k in ONLY_PER_PROCESS},
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ class ReportData:
     @classmethod
     def from_results(cls, results: Sequence[Results]) -> ReportData:
         latest = {(r.machine, r.id): r for r in merge(results)}
-        headers = {res.environment.get("hostname", "?"): res.header for res in results}
+        headers = {res.environment.get("hostname", "?"): {**res.header, "analysis": analysis(res)} for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
             for machine, env in res.machine_lines.items():
                 headers.setdefault(machine, {**res.header, "environment": env})
@@ -197,6 +198,32 @@ def status_word(r: Mapping[str, Any]) -> str:
     return ""
 
 
+def analysis(res: Results) -> dict[str, Any]:
+    """What reading the run worked out beyond its records: the pooled prior, the host's speed."""
+    from arraybench import hostspeed
+
+    refs = [x for r in res.latest().values() for x in r.host_ref_s or ()]
+    return {"prior": res.prior.to_json(), "full_speed_s": res.full_speed_s,
+            "host_slowdown": hostspeed.slowdown(refs, res.full_speed_s)}
+
+
+def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
+    """The host's speed during the run and how the intervals were pooled, in words."""
+    a = header.get("analysis") or {}
+    rows = []
+    if a.get("full_speed_s") and a.get("host_slowdown"):
+        rows.append(("host speed", f"a reference loop took {format_seconds(a['full_speed_s'])} at the host's full "
+                                   f"speed and {a['host_slowdown']:.2f}× that at the median of this run"
+                                   + (": a shared or throttled host, which moves every number with it"
+                                      if a["host_slowdown"] > 1.15 else "")))
+    prior = a.get("prior") or {}
+    if prior.get("df"):
+        rows.append(("intervals", f"pooled over {prior['cases']} cases: the spread between processes is "
+                                  f"{100 * math.sqrt(prior['variance']):.0f} % of a case's time, typically, "
+                                  f"worth {prior['df']:.1f} degrees of freedom beside each case's own"))
+    return rows
+
+
 def environment_rows(header: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """The machine, software and settings of one results file, as (name, text) rows."""
     from arraybench.environment import fingerprint
@@ -215,6 +242,7 @@ def environment_rows(header: dict[str, Any], records: Sequence[Mapping[str, Any]
         ("settings", f"dtype {s.get('dtype')}; threads {s.get('threads')}; devices "
                      f"{','.join(s.get('devices') or [])}; seed {s.get('seed')}; timeout {s.get('timeout')} s"),
         ("timer", "; ".join(f"{k} {v}" for k, v in (s.get("timer") or {}).items())),
+        *analysis_rows(header),
     ]
     for g in env.get("gpus", []):
         rows.append(("gpu", f"{g.get('name')} {g.get('memory')} driver {g.get('driver')}"))
