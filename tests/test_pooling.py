@@ -173,6 +173,10 @@ def test_a_run_reads_with_intervals_pooled_over_its_cases_and_its_host_speed(tmp
     rows = dict(analysis_rows(header))
     assert "1.80× that at the median" in rows["host speed"] and "shared or throttled" in rows["host speed"]
     assert "pooled over 12 cases" in rows["intervals"]
+    from arraybench.report import host_warnings
+
+    [warning] = host_warnings(ReportData.from_results([res]))
+    assert warning.startswith("the host ran 1.80× slower than its full speed")
 
 
 def test_with_a_pooled_prior_compare_finds_a_10_percent_change_on_a_quiet_host():

@@ -10,7 +10,7 @@ from pathlib import Path
 from arraybench.errors import UsageError
 from arraybench.report import answer, bound, crossovers, gpu, table
 from arraybench.report.files import csv_text
-from arraybench.report.model import ReportData, environment_rows
+from arraybench.report.model import BUSY_HOST, ReportData, environment_rows
 from arraybench.results import Results, atomic_write_text
 
 __all__ = ["Report", "publish", "write_all"]
@@ -80,6 +80,19 @@ def rate_notes(data: ReportData) -> list[str]:
     return [f"{wl} ({device}): no rate shown, {why}" for wl, device, why in sorted(notes)]
 
 
+def host_warnings(data: ReportData) -> tuple[str, ...]:
+    """One line per machine whose host ran slow through the run (hostspeed.py), none on a quiet one."""
+    out = []
+    for machine, header in sorted(data.headers.items()):
+        slow = (header.get("analysis") or {}).get("host_slowdown")
+        if slow and slow > BUSY_HOST:
+            where = f"{machine}'s host" if len(data.headers) > 1 else "the host"
+            out.append(f"{where} ran {slow:.2f}× slower than its full speed at the median of this run (a reference "
+                       "loop timed beside every sample): a shared or throttled machine; its numbers move with it, "
+                       "and the intervals are as wide as that makes them")
+    return tuple(out)
+
+
 def write_all(results: Sequence[Results], out_dir: Path,
               draw: Callable[[list[str], list[list[str]]], str] | None = None) -> Report:
     """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results files."""
@@ -100,6 +113,7 @@ def write_all(results: Sequence[Results], out_dir: Path,
         if e.name != "matplotlib":
             raise
         plots, warnings = [], ("no plots: matplotlib is not installed (pip install 'arraybench[report]')",)
+    warnings += host_warnings(data)
     files = tuple(p for plot in plots for p in (plot.svg, plot.png))
     report = Report(summary_text(data, found, said, draw), warnings, out_dir / "report.md", out_dir / "results.csv",
                     out_dir / "crossovers.csv", out_dir / "report.html", files)

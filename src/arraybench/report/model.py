@@ -198,6 +198,10 @@ def status_word(r: Mapping[str, Any]) -> str:
     return ""
 
 
+# Above this median slowdown of the host's reference loop a run's report says its host was busy.
+BUSY_HOST = 1.15
+
+
 def analysis(res: Results) -> dict[str, Any]:
     """What reading the run worked out beyond its records: the pooled prior, the host's speed."""
     from arraybench import hostspeed
@@ -215,7 +219,7 @@ def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("host speed", f"a reference loop took {format_seconds(a['full_speed_s'])} at the host's full "
                                    f"speed and {a['host_slowdown']:.2f}× that at the median of this run"
                                    + (": a shared or throttled host, which moves every number with it"
-                                      if a["host_slowdown"] > 1.15 else "")))
+                                      if a["host_slowdown"] > BUSY_HOST else "")))
     prior = a.get("prior") or {}
     if prior.get("df"):
         rows.append(("intervals", f"pooled over {prior['cases']} cases: the spread between processes is "
