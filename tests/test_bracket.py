@@ -82,3 +82,20 @@ def test_sizes_measured_for_only_one_side_are_not_compared():
     (br,) = brackets("a", a, "b", b)
     assert (br.lo, br.hi) == (10, 100_000)  # 1000 is a's alone: the bracket still needs b there
     assert proposals({"a": a, "b": b}) == {1000: {"a", "b"}}
+
+
+def test_a_crossover_whose_medians_flip_back_and_forth_is_placed_from_its_separated_ends():
+    """numpy ahead beyond noise at 10, jax at 100 000, and in between the two within ±30 % noise,
+    their medians taking turns: the estimate comes from the ends (the lines cross at 1000), not
+    from the first flip of the noise at 20–40."""
+    sizes = [10, 20, 40, 80, 160, 320, 640, 100_000]
+    wobble = {s: (1.05 if i % 2 else 0.95) for i, s in enumerate(sizes)}
+    a = {s: Point(s, linear(s) * wobble[s], linear(s) * wobble[s] * 0.7, linear(s) * wobble[s] * 1.3) for s in sizes}
+    b = {s: Point(s, linear(s) / wobble[s], linear(s) / wobble[s] * 0.7, linear(s) / wobble[s] * 1.3)
+         for s in sizes}
+    a[10], b[10] = Point(10, 1e-5, 0.9e-5, 1.1e-5), Point(10, 1e-3, 0.9e-3, 1.1e-3)
+    a[100_000], b[100_000] = Point(100_000, 1e-1, 0.09, 0.11), Point(100_000, 1e-3, 0.9e-3, 1.1e-3)
+    found = brackets("numpy", a, "jax", b)
+    (br,) = found  # the noise's flips inside are one crossover
+    assert (br.lo, br.hi) == (10, 100_000) and br.state == OPEN  # 640 to 100 000 is still a wide gap
+    assert br.estimate == pytest.approx(1000.0, rel=0.01)

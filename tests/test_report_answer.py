@@ -184,3 +184,23 @@ def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
     rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
     # torch·jit's 2 µs median is the device's time in a pipelined block; alone, a call costs 40 µs
     assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in rep.summary
+
+
+def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigzag(tmp_path):
+    """Five backend·modes at two planned sizes, then eight bisection sizes where only numpy and
+    numba ran and took turns within noise: the answer names one change of lead, not eight."""
+    recs = []
+    for size in (1000, 1_000_000):
+        for backend, mode, t in (("numpy", "eager", 1.0), ("numba", "jit", 1.2), ("torch", "eager", 3.0),
+                                 ("jax", "jit", 5.0), ("tensorflow", "eager", 9.0)):
+            recs.append(record("add", size, backend, mode, t * (1e-6 if size == 1000 else (0.8e-3 if backend ==
+                                                                                             "numba" else 1e-3))))
+    for i, size in enumerate((1778, 3162, 5623, 10000, 31623, 100000, 316228, 562341)):
+        recs.append(record("add", size, "numpy", "eager", 1e-6 * size / 1000 * (1.02 if i % 2 else 0.98)))
+        recs.append(record("add", size, "numba", "jit", 1e-6 * size / 1000 * (0.98 if i % 2 else 1.02)))
+    rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
+    line = next(x for x in (tmp_path / "report.md").read_text().splitlines() if x.startswith("**add (float32).**"))
+    assert line.count("numba·jit") <= 3 and line.count(" above") <= 1, line
+    assert line.split("** ", 1)[1].startswith("numpy·eager is fastest"), line
+    assert "numba·jit, 4 % ahead of numpy·eager at d = 10⁶" in line, line
+    assert line.split("** ", 1)[1] in rep.summary

@@ -100,10 +100,17 @@ def brackets(name_a: str, a: Mapping[float, Point], name_b: str, b: Mapping[floa
             state = BRACKETED
         else:
             state = TIE
-        frac = math.log(a[s0].median / b[s0].median) / (
-            math.log(a[s0].median / b[s0].median) - math.log(a[s1].median / b[s1].median))
-        x = math.exp(math.log(s0) + frac * math.log(s1 / s0))
-        t = math.exp(math.log(a[s0].median) + frac * math.log(a[s1].median / a[s0].median))
+        # Where the two lines cross: log-linear across the flip of the medians when they flip once
+        # between lo and hi; where noise flips them back and forth (a tie), across lo and hi, since
+        # the first flip then says nothing.
+        inner = [g for s, g in signs if lo <= s <= hi]
+        flips = sum(g != h for g, h in zip(inner, inner[1:], strict=False))
+        ends_apart = _gap_sign(a[lo], b[lo]) == g0 and _gap_sign(a[hi], b[hi]) == g1
+        e0, e1 = (lo, hi) if flips > 1 and ends_apart else (s0, s1)
+        frac = math.log(a[e0].median / b[e0].median) / (
+            math.log(a[e0].median / b[e0].median) - math.log(a[e1].median / b[e1].median))
+        x = math.exp(math.log(e0) + frac * math.log(e1 / e0))
+        t = math.exp(math.log(a[e0].median) + frac * math.log(a[e1].median / a[e0].median))
         below_name, above_name = (name_a, name_b) if g0 < 0 else (name_b, name_a)
         found[(lo, hi)] = Bracket(below_name, above_name, lo, hi, x, t, state, nxt)
     return list(found.values())

@@ -56,14 +56,18 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
 
 
 def _complete_sizes(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> set[Any]:
-    """Sizes at which every backend·mode of the sweep was planned: bisection adds sizes for two
-    backend·modes only, and the fastest of two is not the fastest of all."""
-    sizes = {r.get("size") for r in recs}
-    at: dict[str, set[Any]] = defaultdict(set)
+    """Sizes at which the sweep's backend·modes were measured, not only two rivals: bisection adds
+    sizes for the two backend·modes of one crossover (or a few, where crossovers share a size), and
+    the fastest of two is not the fastest of all. A size counts when at least half as many
+    backend·modes ran there as at the best-covered size (and at least three, where three ran
+    anywhere). Refinement can add more sizes than were planned, so this counts backend·modes per
+    size, never sizes per backend·mode."""
+    at: dict[Any, set[str]] = defaultdict(set)
     for r in recs:
-        at[data.label(r)].add(r.get("size"))
-    core = [lab for lab, got in at.items() if 2 * len(got) >= len(sizes)]
-    return {s for s in sizes if all(s in at[lab] for lab in core)}
+        at[r.get("size")].add(data.label(r))
+    most = max((len(labs) for labs in at.values()), default=0)
+    need = max(min(3, most), -(-most // 2))
+    return {s for s, labs in at.items() if len(labs) >= need}
 
 
 def _at(recs: Sequence[Mapping[str, Any]], size: Any) -> Sequence[Mapping[str, Any]]:

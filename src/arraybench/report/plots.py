@@ -126,9 +126,10 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                 save(f"roofline-{dtype}{where}", f"Roofline, {dtype}" + (f" @{machine}" if where else ""),
                      "Achieved GFLOP/s against arithmetic intensity (FLOPs per byte moved), log-log; one "
                      "point per correct case, colour by backend·mode, marker by workload, bigger for larger "
-                     "sizes. The roofs are this machine's measured peaks: BLAS matmul (compute) and a "
-                     "streaming copy (memory). Points above the memory roof have working sets that fit in "
-                     "cache; points far below both roofs are dispatch-bound. Cases that do no floating-point "
+                     "sizes. The roofs are this machine's measured peaks: BLAS matmul (compute), a streaming "
+                     "copy (memory) and, dotted, a copy that stays in cache (256 KiB). Points above the memory "
+                     "roof have working sets that fit in cache; points far below every roof are dispatch-bound "
+                     "(the answer above names what each such backend pays per call). Cases that do no floating-point "
                      "work or move no bytes (sort, rng, transfers on the CPU) are not drawn.",
                      roofline_figure(data, machine, dtype, pts, left_out))
     return made
