@@ -196,3 +196,12 @@ def test_with_a_pooled_prior_compare_finds_a_10_percent_change_on_a_quiet_host()
     quiet = adjust([compare_samples(b, n, 0.05) for b, n in zip(base, same, strict=True)], 0.05)
     assert sum(c.verdict == SAME for c in quiet) >= 20
     assert sum(c.verdict in ("slower", "faster") for c in quiet) <= 1
+
+
+def test_reading_with_a_prior_reuses_the_bootstrap_and_gives_what_a_fresh_read_gives():
+    run = simulated_run(random.Random(4), [0.1])[0]
+    prior = VariancePrior(0.01, 10.0, 64)
+    _ = run.own_process_variance  # draws the bootstrap
+    again = run.with_prior(prior)
+    assert again.log_bootstrap is run.log_bootstrap
+    assert again.ci95 == Replicated(run.runs, prior).ci95

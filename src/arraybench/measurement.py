@@ -206,6 +206,14 @@ class Replicated:
             start += n
         return cls(tuple(runs), prior)
 
+    def with_prior(self, prior: VariancePrior) -> Replicated:
+        """The same processes read with `prior`, reusing the bootstrap already drawn (it does not
+        depend on the prior, and it is most of what reading a run costs)."""
+        out = Replicated(self.runs, prior)
+        if "log_bootstrap" in self.__dict__:
+            out.__dict__["log_bootstrap"] = self.__dict__["log_bootstrap"]
+        return out
+
     @property
     def processes(self) -> int:
         return len(self.runs)

@@ -393,18 +393,15 @@ def analysed(records: list[CaseRecord]) -> tuple[list[CaseRecord], VariancePrior
     """
     latest = {r.id: r for r in records}
     full_speed = hostspeed.nominal([x for r in latest.values() for x in r.host_ref_s or ()])
-    estimates = []
-    for r in latest.values():
-        m = measured(r)
-        if m is not None and m.processes > 1:
-            estimates.append((m.own_process_variance, m.processes - 1))
-    prior = fit_prior(estimates)
+    alone = {id(r): measured(r) for r in records}
+    prior = fit_prior((m.own_process_variance, m.processes - 1) for r in latest.values()
+                      if (m := alone[id(r)]) is not None and m.processes > 1)
     if prior.df <= 0:
         return records, prior, full_speed
     out = []
     for r in records:
-        m = measured(r, prior)
-        out.append(r if m is None else dataclasses.replace(r, ci95_s=m.ci95))
+        m = alone[id(r)]
+        out.append(r if m is None else dataclasses.replace(r, ci95_s=m.with_prior(prior).ci95))
     return out, prior, full_speed
 
 
