@@ -206,9 +206,12 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
     return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec.status}")
 
 
-def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord) -> str:
-    """What a reader should know about how far this verdict can be trusted."""
+def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False) -> str:
+    """What a reader should know about how far this verdict can be trusted; `pooled`: both runs
+    have a prior (pooling.py), so a one-process side borrows its run's spread between processes."""
     if min(result.processes) == 1:
+        if pooled:
+            return "one process a side: its spread between processes is the run's typical one"
         return "one process a side: between-process variation unknown; run with --processes 3"
     few = min(m.n for rec in (base, new) for m in measured(rec).runs) < FEW_SAMPLES  # type: ignore[union-attr]
     return "few samples; raise --min-time" if result.verdict == NOISY and few else ""
@@ -271,7 +274,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     adjusted = iter(adjust([c.result for c in tested], threshold))  # type: ignore[misc]
     cases = [c if c.result is None else
              dataclasses.replace(c, result=(a := next(adjusted)), verdict=a.verdict,
-                                 note=verdict_note(a, c.base, c.new))
+                                 note=verdict_note(a, c.base, c.new, base.prior.df > 0 and new.prior.df > 0))
              for c in cases]
     return Comparison(
         base_name=names[0],
