@@ -8,6 +8,8 @@ from report_data import PEAKS, bisected_records, synthetic_records
 from test_report import record, results_of
 
 from arraybench.report import write_all
+from arraybench.report.answer import answers
+from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
 
 
@@ -202,5 +204,38 @@ def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigza
     line = next(x for x in (tmp_path / "report.md").read_text().splitlines() if x.startswith("**add (float32).**"))
     assert line.count("numba·jit") <= 3 and line.count(" above") <= 1, line
     assert line.split("** ", 1)[1].startswith("numpy·eager is fastest"), line
-    assert "numba·jit, 4 % ahead of numpy·eager at d = 10⁶" in line, line
+    # 0.96 ms against 1 ms, but five samples each spread -3 % to +5 %: their intervals overlap
+    assert "numba·jit, tied with numpy·eager within noise at d = 10⁶" in line, line
     assert line.split("** ", 1)[1] in rep.summary
+
+
+def lead_at_the_largest_size(cupy_median, cupy_ci):
+    """jax·jit fastest at both sizes of a sweep (1 ms ±0.1 % at n = 1.7·10⁷), cupy·eager the runner-up
+    there with the given median and interval, numpy·eager 2.3× behind: the answer's verdict."""
+    recs = []
+    for n, scale in ((1_000_000, 1 / 17), (17_000_000, 1.0)):
+        for backend, mode, median, ci in (("jax", "jit", 1e-3, (0.999e-3, 1.001e-3)),
+                                          ("cupy", "eager", cupy_median, cupy_ci),
+                                          ("numpy", "eager", 2.3e-3, (2.25e-3, 2.35e-3))):
+            recs.append(record("sin", n, backend, mode, scale * median, params={"n": n},
+                               ci95_s=[scale * ci[0], scale * ci[1]], id=f"sin[n={n}]/{backend}-{mode}"))
+    data = ReportData.from_results([results_of(recs, peaks=PEAKS)])
+    (answer,) = answers(data, crossovers(data))
+    return answer.verdict
+
+
+@pytest.mark.parametrize("cupy_median, cupy_ci, lead", [
+    # 0.3 % behind, and the intervals overlap: within noise
+    (1.003e-3, (0.998e-3, 1.008e-3), "tied with cupy·eager within noise"),
+    # 6 % behind by the medians, yet the intervals still overlap
+    (1.06e-3, (0.995e-3, 1.12e-3), "tied with cupy·eager within noise"),
+    # 0.3 % behind beyond noise (narrow intervals): still no "0 % ahead"
+    (1.003e-3, (1.002e-3, 1.004e-3), "tied with cupy·eager within 0.5 %"),
+    # clearly apart
+    (1.04e-3, (1.03e-3, 1.05e-3), "4 % ahead of cupy·eager"),
+    (1.9e-3, (1.85e-3, 1.95e-3), "1.9× ahead of cupy·eager"),
+])
+def test_a_lead_within_noise_is_written_as_a_tie_and_a_clear_one_by_how_much(cupy_median, cupy_ci, lead):
+    verdict = lead_at_the_largest_size(cupy_median, cupy_ci)
+    assert f"at n = 1.7·10⁷ it is {lead} and 2.3× ahead of numpy·eager." in verdict, verdict
+    assert "0 % ahead" not in verdict

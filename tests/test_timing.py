@@ -176,3 +176,63 @@ def test_garbage_collector_is_off_while_sampling_and_restored_after(fake_clock):
     assert seen[0] is True  # the first call (compilation) runs as the program would
     assert not any(seen[1:])
     assert gc.isenabled()
+
+
+class FakeAsyncFramework:
+    """Outputs that know whether they are alive: each call records which earlier outputs are still
+    referenced when it is dispatched, and which have been synced (their computation finished)."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.alive: set[int] = set()
+        self.synced: set[int] = set()
+        self.dispatches: list[tuple[int, frozenset[int], frozenset[int]]] = []  # (call, alive, synced)
+
+    def fn(self):
+        i = len(self.dispatches)
+        self.dispatches.append((i, frozenset(self.alive), frozenset(self.synced)))
+        self.clock.advance(2**-12)
+        return FakeOutput(self, i)
+
+    def sync(self, out):
+        self.synced.add(out.index)
+        self.clock.advance(2**-16)
+
+
+class FakeOutput:
+    def __init__(self, framework, index):
+        self.framework, self.index = framework, index
+        framework.alive.add(index)
+
+    def __del__(self):
+        self.framework.alive.discard(self.index)
+
+
+ALIVE_CFG = TimerConfig(warmup_time=2**-8, min_sample_time=2**-8, overhead_factor=0, min_time=2**-6,
+                        min_samples=3, max_time=1.0)
+
+
+def test_pipelined_calls_keep_the_previous_output_until_the_next_call_is_dispatched(fake_clock):
+    """As `out = f(x)` in a plain loop: a pending output dropped at once stalls JAX's next dispatch."""
+    fw = FakeAsyncFramework(fake_clock)
+    t = Timer(fw.fn, (), sync=fw.sync, config=ALIVE_CFG, clock=fake_clock, pipelined=True).run()
+    assert t.measurement.loops == 16
+    # Every output still being computed is alive when the next call starts...
+    dropped_pending = [i for i, alive, synced in fw.dispatches[1:] if i - 1 not in synced and i - 1 not in alive]
+    assert dropped_pending == []
+    assert sum(i - 1 not in synced for i, _, synced in fw.dispatches[1:]) > 50  # (most calls are pipelined)
+    # ...and outputs do not pile up with `loops`: at a dispatch, the call before's and the last
+    # block's last output (the Timer's, finished) at most.
+    assert max(len(alive) for _, alive, _ in fw.dispatches) == 2
+
+
+@pytest.mark.parametrize("synced", [False, True])
+def test_unpipelined_calls_drop_each_output_as_soon_as_it_returns(fake_clock, synced):
+    """Synchronous frameworks (and asynchronous ones synced per call): only the Timer's last output
+    of the previous block is alive at a dispatch, so the allocator can reuse the block just freed."""
+    fw = FakeAsyncFramework(fake_clock)
+    Timer(fw.fn, (), sync=fw.sync if synced else None, config=ALIVE_CFG, clock=fake_clock).run()
+    assert len(fw.dispatches) > 50
+    assert max(len(alive) for _, alive, _ in fw.dispatches) == 1
+    if synced:
+        assert all(i - 1 in done for i, _, done in fw.dispatches[1:])

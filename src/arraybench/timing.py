@@ -104,20 +104,40 @@ class Timer:
     def _block(self, loops: int) -> tuple[float, Any]:
         """Run `loops` synced calls; return the seconds they took and the last output.
 
-        Only the last output is kept: holding each result until the next call returns would
-        defeat the allocator's reuse of the block just freed, which inflates sub-microsecond
-        calls by ~15 % compared with timeit.
+        Synchronous frameworks (and asynchronous ones synced after every call): each output is
+        dropped as soon as its call returns. Holding it until the next call returns would defeat
+        the allocator's reuse of the block just freed, which inflates sub-microsecond calls by
+        ~15 % compared with timeit.
+
+        Pipelined: each output is kept until the next call has been dispatched, as in the plain
+        loop `for _ in range(n): out = f(x)` then `out.block_until_ready()`. Such an output is
+        still being computed when its call returns, and dropping it then is not free: JAX on an
+        H100 read a constant ~25–30 µs per call (7–9 %) above that plain loop while this loop
+        dropped each output at once; torch and CuPy agreed with CUDA events. The cause is
+        inferred from that constant gap and PJRT's code path, not traced: releasing a buffer
+        whose computation is pending waits on its usage events, or its block cannot go to the
+        next call at once, so each dispatch queues behind the kernel before it, leaving the GPU
+        idle for one dispatch a call. Not yet confirmed on a GPU: none was lent for this change.
+        At most two of a block's outputs are alive at once (the newest and the one before it),
+        whatever `loops` is.
         """
         fn, args, sync, clock = self.fn, self.args, self.sync, self.clock
-        if sync is None or self.pipelined:
-            # Synchronous frameworks: no per-call no-op to inflate tiny timings. Pipelined:
-            # the one sync at the end waits for every call of the block (one stream, in order).
+        if sync is None:
+            # No per-call no-op to inflate tiny timings.
             t0 = clock()
             for _ in range(loops - 1):
                 fn(*args)
             out = fn(*args)
-            if sync is not None:
-                sync(out)
+            return clock() - t0, out
+        if self.pipelined:
+            # The one sync at the end waits for every call of the block (one stream, in order).
+            # `out` is rebound only once the next call has returned: the previous output lives
+            # through that call's dispatch.
+            t0 = clock()
+            out = fn(*args)
+            for _ in range(loops - 1):
+                out = fn(*args)
+            sync(out)
             return clock() - t0, out
         t0 = clock()
         for _ in range(loops - 1):
@@ -150,13 +170,16 @@ class Timer:
 
         As in timeit: a collection triggered by garbage of an earlier case (or of the harness)
         would land in one arbitrary sample. One collection runs before warm-up instead.
+
+        No stage holds an earlier stage's output (the first call's used to stay alive through every
+        sample): between blocks the Timer keeps only the last block's, finished, output.
         """
-        first, out = self._block(1)
+        first = self._block(1)[0]
         gc.collect()
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            loops, overhead, warm_calls, out = self._calibrate(out)
+            loops, overhead, warm_calls = self._calibrate()
             samples, stop, faults_per_call, out, refs = self._sample(loops)
         finally:
             if was_enabled:
@@ -165,10 +188,11 @@ class Timer:
         return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency,
                       stop, faults_per_call, refs)
 
-    def _calibrate(self, out: Any) -> tuple[int, float, int, Any]:
-        """Warm-up doubles as calibration: the loop count that makes a sample dwarf the overhead."""
+    def _calibrate(self) -> tuple[int, float, int]:
+        """Warm-up doubles as calibration: the loop count that makes a sample dwarf the overhead
+        (measured with warm-up's last output); returns it, the overhead and the warm-up calls."""
         cfg = self.config
-        warm_calls, warm_time, loops = 0, 0.0, 1
+        warm_calls, warm_time, loops, out = 0, 0.0, 1, None
         while warm_calls < cfg.min_warmup_calls or warm_time < cfg.warmup_time:
             dt, out = self._block(loops)
             warm_calls += loops
@@ -179,7 +203,7 @@ class Timer:
         overhead = self.overhead(out)
         target = max(cfg.min_sample_time, cfg.overhead_factor * overhead)
         loops = max(1, math.ceil(target / per_call)) if per_call > 0 else 1
-        return loops, overhead, warm_calls, out
+        return loops, overhead, warm_calls
 
     def _sample(self, loops: int) -> tuple[list[float], str, float, Any, tuple[float, ...] | None]:
         """Samples until the median's interval reaches the target width, or a cap; page faults per call;

@@ -9,7 +9,7 @@ from typing import Any
 
 from arraybench import bracket
 from arraybench.report import bound
-from arraybench.report.crossovers import Crossover
+from arraybench.report.crossovers import Crossover, point
 from arraybench.report.model import ReportData
 from arraybench.report.table import size_text
 from arraybench.units import format_seconds
@@ -17,6 +17,8 @@ from arraybench.units import format_seconds
 # A per-call cost is worth naming when it is at least this many times the fastest call at that size.
 COSTLY_CALL = 2.0
 MAX_NAMED_COSTS = 3
+# A lead beyond noise but under this ratio would read "0 % ahead": it is written as a tie.
+TIED_BELOW = 1.005
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,22 @@ def _lead(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> str:
     if len(ranked) < 2:
         return "the only correct backend·mode"
     best, second = ranked[0], ranked[1]
-    text = f"{_ratio(second['median_s'] / best['median_s'])} ahead of {data.label(second)}"
+    text = _ahead(data, best, second)
     numpy = next((r for r in ranked[2:] if r["backend"] == "numpy" and r["mode"] == "eager"), None)
     if numpy is not None:
-        text += f" and {_ratio(numpy['median_s'] / best['median_s'])} ahead of {data.label(numpy)}"
+        text += f" and {_ahead(data, best, numpy)}"
     return text
+
+
+def _ahead(data: ReportData, best: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+    """'1.9× ahead of torch·eager'; a tie where the two are not apart beyond noise (their intervals
+    overlap: the test crossovers and refinement use) or the lead rounds to 0 %."""
+    ratio = other["median_s"] / best["median_s"]
+    if bracket.side(point(best), point(other)) != -1:
+        return f"tied with {data.label(other)} within noise"
+    if ratio < TIED_BELOW:
+        return f"tied with {data.label(other)} within {100 * (TIED_BELOW - 1):g} %"
+    return f"{_ratio(ratio)} ahead of {data.label(other)}"
 
 
 def _ratio(x: float) -> str:

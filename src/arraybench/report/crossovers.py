@@ -67,9 +67,14 @@ def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, Mapping[str, A
     return {k: v for k, v in out.items() if len({s for series in v.values() for s in series}) >= 2}
 
 
+def point(r: Mapping[str, Any]) -> bracket.Point:
+    """A record as a bracket point: its size, median and 95 % interval."""
+    return bracket.Point(r["size"], r["median_s"], r["ci_low_s"], r["ci_high_s"])
+
+
 def points(series: dict[float, Mapping[str, Any]]) -> dict[float, bracket.Point]:
-    """A label's records as bracket points: median and its 95 % interval."""
-    return {s: bracket.Point(s, r["median_s"], r["ci_low_s"], r["ci_high_s"]) for s, r in series.items()}
+    """A label's records as bracket points, by size."""
+    return {s: point(r) for s, r in series.items()}
 
 
 def crossovers(data: ReportData) -> list[Crossover]:

@@ -1,0 +1,84 @@
+"""The host's reference kernel: a core slowed by a GPU wait is not a slow host; a slow host still is.
+
+Costs are powers of two so the fake clock's sums are exact in floating point.
+"""
+
+import pytest
+
+from arraybench import hostspeed
+from arraybench.report.model import BUSY_HOST
+from arraybench.timing import Timer, TimerConfig
+
+STEADY, COLD, RAMP = 2**-17, 2**-16, 2**-14  # ~8 µs a call warm, twice that for the first ~60 µs
+
+
+class FakeCore:
+    """One core on the fake clock. The reference kernel costs STEADY seconds a call once the core
+    has worked RAMP seconds since it last waited, COLD before that (idle states, a lowered clock,
+    cold caches after a GPU wait); `slow` multiplies every call (other tenants, throttling)."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.working_since = 0.0
+        self.slow = 1.0
+
+    def wait(self, seconds):
+        """The core idles (a sync waiting on the GPU)."""
+        self.clock.advance(seconds)
+        self.working_since = self.clock()
+
+    def kernel(self):
+        warm = self.clock() - self.working_since >= RAMP
+        self.clock.advance(self.slow * (STEADY if warm else COLD))
+
+    def reference(self):
+        return hostspeed.measure_reference(clock=self.clock, kernel=self.kernel)
+
+
+def test_the_reference_is_the_warm_cores_speed_and_cheap(fake_clock):
+    core = FakeCore(fake_clock)
+    core.wait(1e-3)
+    t0 = fake_clock()
+    assert core.reference() == STEADY  # timed at once, as before, it read (COLD + 2·STEADY) / 3 at best
+    assert fake_clock() - t0 <= 2e-4  # it runs before every sample
+    core.slow = 2.0
+    core.wait(1e-3)
+    assert core.reference() == 2 * STEADY
+
+
+CFG = TimerConfig(warmup_time=2**-8, min_sample_time=2**-8, overhead_factor=0, min_time=2**-6, min_samples=5,
+                  max_time=1.0)
+
+
+def host_refs(core, cases):
+    """The reference timings of a run of cases: 'gpu' waits on the device, 'cpu' keeps the core
+    working; `slow` is the host's speed through each case's samples."""
+    refs = []
+    for kind, slow in cases:
+        core.slow = slow
+        if kind == "gpu":
+            timer = Timer(lambda: None, (), sync=lambda out: core.wait(2**-10), config=CFG, clock=core.clock,
+                          pipelined=True, reference=core.reference)
+        else:
+            timer = Timer(lambda: core.clock.advance(2**-10), (), config=CFG, clock=core.clock,
+                          reference=core.reference)
+        refs += timer.run().host_ref_s
+    return refs
+
+
+def slowdown(refs):
+    return hostspeed.slowdown(refs, hostspeed.nominal(refs))
+
+
+def test_a_core_slow_after_a_gpu_wait_is_not_a_slow_host(fake_clock):
+    """A GPU machine's run: most cases wait on the device before every reference, a few CPU cases
+    keep the core working. The run's full speed and its median are the same warm core's."""
+    refs = host_refs(FakeCore(fake_clock), [("cpu", 1.0)] * 2 + [("gpu", 1.0)] * 6)
+    assert set(refs) == {STEADY}
+    assert slowdown(refs) == 1.0
+
+
+def test_a_host_slow_through_its_samples_is_still_reported(fake_clock):
+    refs = host_refs(FakeCore(fake_clock), [("cpu", 1.0), ("gpu", 1.0)] + [("gpu", 2.0), ("cpu", 2.0)] * 2)
+    assert min(refs) == STEADY and max(refs) == 2 * STEADY
+    assert slowdown(refs) == pytest.approx(2.0) and slowdown(refs) > BUSY_HOST
