@@ -6,6 +6,7 @@ from arraybench.backends.numpy_backend import NumpyBackend
 from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.backends.torch_backend import TorchBackend
 from arraybench.case import Case
+from arraybench.casecache import CaseCache
 from arraybench.execution.case_executor import CaseExecutor
 from arraybench.timing import TimerConfig
 from arraybench.workloads import WORKLOADS
@@ -68,17 +69,23 @@ def test_numba_picks_its_parallel_or_serial_build_when_the_case_is_built():
         assert fn.targetoptions.get("parallel", False) == parallel
 
 
-def test_a_reference_is_computed_once_per_run_and_shared_by_its_workers(tmp_path, monkeypatch):
+def test_inputs_and_reference_are_made_once_per_run_and_shared_by_its_workers(tmp_path, monkeypatch):
     case = Case("elementwise_sin", (("n", 16),), "numpy", "eager", "float64", 1)
     be = NumpyBackend(1, "float64")
     be.load()
-    first = CaseExecutor(be, tmp_path).run(case, TINY, 0)
-    assert first["status"] == "ok" and len(list(tmp_path.glob("*.npz"))) == 1
+    first = CaseExecutor(be, CaseCache(tmp_path)).run(case, TINY, 0)
+    assert first["status"] == "ok", first["error"]
+    assert (first.inputs_source, first.reference_source) == ("made", "computed")
+    assert len(list(tmp_path.glob("in-*"))) == 1 and len(list(tmp_path.glob("ref-*"))) == 1
 
     def never(*args, **kwargs):
-        raise AssertionError("the reference was computed again")
+        raise AssertionError("made again")
 
-    monkeypatch.setattr(WORKLOADS["elementwise_sin"], "make_reference", never)
-    again = CaseExecutor(be, tmp_path).run(case, TINY, 0)  # another worker of the same run
+    wl = WORKLOADS["elementwise_sin"]
+    monkeypatch.setattr(wl, "make_reference", never)
+    monkeypatch.setattr(wl, "make_inputs", never)
+    again = CaseExecutor(be, CaseCache(tmp_path)).run(case, TINY, 0)  # another worker of the same run
     assert again["status"] == "ok", again["error"]
+    assert (again.inputs_source, again.reference_source) == ("cache", "cache")
     assert again["tolerance_source"] == first["tolerance_source"]
+    assert again.max_abs_err == first.max_abs_err

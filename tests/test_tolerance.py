@@ -1,9 +1,12 @@
 """Calibrated tolerances: correct code evaluated in another order passes; wrong precision fails."""
 
+import math
+import time
+
 import numpy as np
 import pytest
 
-from arraybench.workloads.base import DEFAULT_RTOL, Workload
+from arraybench.workloads.base import CALIBRATE_MAX_S, DEFAULT_RTOL, Workload
 
 
 def logistic(y, steps):
@@ -62,14 +65,67 @@ def test_well_conditioned_work_keeps_the_rtol_and_says_why():
     assert tol.value == DEFAULT_RTOL["float64"] and "below it" in tol.source
 
 
-def test_an_explicit_rtol_wins_and_a_slow_reference_is_not_calibrated():
+def test_an_explicit_rtol_wins():
     given = workload(rtol={"float32": 1e-3, "float64": 1e-9}, source="mine.py")
     assert calibrated(given, "float64")[3].value == 1e-9
-    wl = workload()
+
+
+def horner48(x):
+    """A 48-term float64 kernel (e^(-3x) as its Taylor sum), written as a client's kernel would be."""
+    y = np.zeros_like(x)
+    for c in COEFFS[::-1]:
+        y = y * x + c
+    return y
+
+
+def power_sum48(x):
+    """The same 48 terms summed term by term: another framework's order of evaluation."""
+    y, term = np.zeros_like(x), np.ones_like(x)
+    for c in COEFFS:
+        y = y + c * term
+        term = term * x
+    return y
+
+
+COEFFS = [(-3.0) ** k / math.factorial(k) for k in range(48)]
+
+
+def poly48(n: int) -> Workload:
+    """On [0, 5.5] its terms reach 10⁶ and cancel: float64 evaluation orders differ by ~1e-9
+    (normwise), as a real client's 48-term kernel did between torch and NumPy."""
+    wl = Workload(name="poly48", description="", defaults={"n": n}, size_param="n", presets={"small": {"n": n}})
+    wl.inputs(lambda rng, dtype, n: (rng.uniform(0.0, 5.5, n).astype(dtype),))
+    wl.reference(lambda x, n: horner48(x))
+    return wl
+
+
+def test_a_long_float64_kernel_is_calibrated_at_a_size_whose_reference_is_slow():
+    """At 8·10⁶ elements the reference takes 0.3–0.6 s here, past the 0.25 s at which the tolerance
+    used to fall back to rtol 1e-10, calling a correct kernel (another order: ~1e-9 off) WRONG."""
+    wl = poly48(8_000_000)
     params = dict(wl.defaults)
     host = wl.host_inputs(0, "float64", params)
-    slow = wl.calibrate(host, wl.expected(host, params), "float64", params, reference_s=10.0)
-    assert slow.value == DEFAULT_RTOL["float64"] and "too slow" in slow.source
+    t0 = time.perf_counter()
+    ref = wl.expected(host, params)
+    tol = wl.calibrate(host, ref, "float64", params, time.perf_counter() - t0)
+    assert tol.source.startswith("calibrated")
+    (x,) = host
+    assert wl.check(power_sum48(x), ref, "float64", params, tol.value).correct
+    assert wl.check(horner48(x), ref, "float64", params, tol.value).correct
+    off = wl.check(horner48(x) + 1e-6, ref, "float64", params, tol.value)
+    assert not off.correct
+
+
+def test_a_reference_too_slow_to_evaluate_twice_is_calibrated_at_smaller_sizes_and_carried_up():
+    wl = poly48(1_000_000)
+    params = dict(wl.defaults)
+    host = wl.host_inputs(0, "float64", params)
+    ref = wl.expected(host, params)
+    tol = wl.calibrate(host, ref, "float64", params, reference_s=2 * CALIBRATE_MAX_S, seed=0)
+    assert "carried from n = " in tol.source and tol.source.startswith("calibrated"), tol.source
+    (x,) = host
+    assert wl.check(power_sum48(x), ref, "float64", params, tol.value).correct
+    assert not wl.check(horner48(x) * (1 + 1e-6), ref, "float64", params, tol.value).correct
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

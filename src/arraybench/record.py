@@ -76,6 +76,15 @@ class ProcessRecord:
     reference_s: float | None = described("s", "computing (or loading) the NumPy float64 reference")
     timer_s: float | None = described("s", "the timer: first call, warm-up, calibration and samples")
     check_s: float | None = described("s", "checking the output against the reference")
+    startup_s: float | None = described("s", "starting the worker this process ran in, where this case was its "
+                                          "first (interpreter, imports, the backend's empty call)")
+    inputs_source: str | None = described("", "`made` (this process drew the inputs and put them in the run's "
+                                             "cache) or `cache` (it read them from there)")
+    reference_source: str | None = described("", "`computed` (this process made the reference or sketch) or "
+                                                "`cache` (read from the run's cache)")
+    first_call_cache: str | None = described("", "JIT modes with a persistent compile cache: `cold` (the first "
+                                                "call compiled and stored its code) or `warm` (it was served from "
+                                                "the run's compile cache); `null` without one")
 
     @classmethod
     def of(cls, rec: CaseRecord) -> ProcessRecord:
@@ -117,7 +126,11 @@ class CaseRecord(Mapping[str, Any]):
     traceback: str | None = described("", "a short traceback, for status `error`")
     # Times outside the timed region (on a case line: the median over processes).
     first_call_s: float | None = described("s", "the first call, timed alone: tracing + compilation + one run for "
-                                             "JIT modes")
+                                             "JIT modes; on a case line the median over the processes whose "
+                                             "first call was not served from the run's compile cache")
+    first_call_warm_s: float | None = described("s", "the median first call of the processes whose compiled code "
+                                                  "came from the run's compile cache (`first_call_cache` `warm`)",
+                                                scope=CASE)
     transfer_s: float | None = described("s", "host→device copy of all inputs (synced), outside the timed region")
     to_host_s: float | None = described("s", "device→host copy of the output, outside the timed region")
     build_s: float | None = described("s", "building the callable (creating the JIT wrapper), outside the timed region")
@@ -165,6 +178,12 @@ class CaseRecord(Mapping[str, Any]):
     reference_s: float | None = described("s", "computing (or loading) the reference", scope=PROCESS)
     timer_s: float | None = described("s", "the timer: first call, warm-up, calibration and samples", scope=PROCESS)
     check_s: float | None = described("s", "checking the output", scope=PROCESS)
+    startup_s: float | None = described("s", "starting the worker, where this case was its first", scope=PROCESS)
+    inputs_source: str | None = described("", "`made` or `cache`: whether the process drew the inputs or read "
+                                             "them from the run's cache", scope=PROCESS)
+    reference_source: str | None = described("", "`computed` or `cache`: the same for the reference", scope=PROCESS)
+    first_call_cache: str | None = described("", "`cold`, `warm` or `null`: the first call against the run's "
+                                                "compile cache", scope=PROCESS)
     wall_s: float | None = described("s", "what measuring the case took, worker start-up included where it had one; "
                                        "on a case line summed over its processes")
     # Work and the check.
@@ -178,6 +197,9 @@ class CaseRecord(Mapping[str, Any]):
                                                  "or declared)")
     ill_conditioned: bool | None = described("", "the reference is ill-conditioned: the tolerance was widened")
     correct: bool | None = described("", "the verdict of the check")
+    check_method: str | None = described("", "how the output was checked: `full` (every element against the "
+                                            "float64 reference) or the workload's O(output) sketch (matmul: "
+                                            "Freivalds), with what it catches")
     # Memory and the GPU.
     peak_memory_bytes: int | None = described("bytes", "peak device memory of this case on a GPU (reset before it "
                                                     "where the framework can: PyTorch, TensorFlow, CuPy; JAX's is "

@@ -11,6 +11,7 @@ from typing import Any
 
 from arraybench.backends import BACKENDS, backend_class
 from arraybench.case import DTYPES, MODES
+from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.errors import UsageError, unknown
 from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.suites import QUICK_TIMER, SUITE_TIMER
@@ -75,6 +76,10 @@ class RunSettings:
     suite: str | None = None  # a named suite (arraybench.suites) chooses workloads, sizes, dtypes
     # Rounds of measuring more sizes where the fastest backend·mode changes (refine.py); 0: none.
     refine: int = REFINE_ROUNDS
+    # Check every case against its full reference, even where a cheaper sketch applies (matmul's Freivalds).
+    full_check: bool = False
+    # Bytes the run's cache of inputs and references may hold (casecache.py).
+    cache_limit: int = DEFAULT_CACHE_LIMIT
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,6 +145,8 @@ def run_settings(
     memory_limit: int | None = None,
     suite: str | None = None,
     refine: int | None = None,
+    full_check: bool = False,
+    cache_limit: int | None = None,
 ) -> RunSettings:
     """The settings of a run, from plain values: `arraybench run` and `arraybench.run()` both call this.
 
@@ -171,4 +178,6 @@ def run_settings(
         memory_limit=memory_limit,
         suite=suite,
         refine=defaults.refine if refine is None else refine,
+        full_check=full_check,
+        cache_limit=defaults.cache_limit if cache_limit is None else cache_limit,
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from arraybench import __version__, terminal
+from arraybench.casecache import usage
 from arraybench.cli.config import apply_config, project_config
 from arraybench.cli.exits import (
     EXIT_FAILED_CASES,
@@ -39,6 +40,7 @@ from arraybench.settings import (
 )
 from arraybench.store import DEFAULT_PATH
 from arraybench.suites import SUITES
+from arraybench.units import format_size
 
 # A run without --output-dir writes into RESULTS_ROOT/<run id>; RESULTS_ROOT/latest points at it.
 RESULTS_ROOT = Path("benchmark_results")
@@ -90,6 +92,12 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                                                      f"{RESULTS_ROOT}/)")
     run.add_argument("--workload-file", help="a Python file defining your own workloads")
     run.add_argument("--memory-limit", type=memory_size, help="cap each worker's memory, e.g. 2G")
+    run.add_argument("--full-check", action="store_true",
+                     help="check every output element against the float64 reference, even where a cheaper "
+                          "check applies (matmul from n = 512: Freivalds' test, O(n²) instead of O(n³))")
+    run.add_argument("--cache-limit", type=memory_size,
+                     help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
+                          "until it completes (default 2G)")
     store = run.add_mutually_exclusive_group()
     store.add_argument("--store", metavar="PATH", help=f"results store to add this run to (default {DEFAULT_PATH})")
     store.add_argument("--no-store", action="store_true", help="do not add this run to a results store")
@@ -135,6 +143,8 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         memory_limit=args.memory_limit,
         suite="quick" if args.quick else args.suite,
         refine=args.refine,
+        full_check=args.full_check,
+        cache_limit=args.cache_limit,
     )
 
 
@@ -182,8 +192,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as e:
         kept = len(load_results(out_dir).records) if (out_dir / "results.jsonl").exists() else 0
         what = "terminated" if isinstance(e, Terminated) else "interrupted"
+        left = usage(session.cache_dir(out_dir))
+        cache = (f"; {format_size(left)} of inputs, references and compiled code left in "
+                 f"{session.cache_dir(out_dir)} for it (delete it to free the space)") if left else ""
         print(f"\narraybench: {what}; {kept} finished cases kept in {out_dir / 'results.jsonl'}\n"
-              f"resume with: arraybench run --resume {out_dir}", file=sys.stderr)
+              f"resume with: arraybench run --resume {out_dir}{cache}", file=sys.stderr)
         return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
     records = list(results.latest().values())
     publish([results], out_dir, terminal.table_renderer(sys.stdout))

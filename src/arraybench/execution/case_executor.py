@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
-import os
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,8 @@ import numpy as np
 from arraybench import gpu
 from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
+from arraybench.casecache import CaseCache, Entry
+from arraybench.compilecache import entries, first_call_state, uses_compile_cache
 from arraybench.hostspeed import measure_reference
 from arraybench.record import CaseRecord, stats_fields
 from arraybench.timing import Timer, TimerConfig
@@ -55,13 +55,37 @@ COLD_SAMPLES = 25
 COLD_MAX_MEDIAN_S = 1e-3
 
 
-class CaseExecutor:
-    """Holds a loaded backend and caches references, so a worker can run many cases."""
+@dataclass(frozen=True)
+class Expected:
+    """What a case's output is checked against: the full reference's arrays (`ref`, in `leaves`
+    order) or a sketch's (`sketch`: Workload.sketch), its tolerance, and how this process got it."""
 
-    def __init__(self, backend: Backend, cache: Path | None = None) -> None:
+    ref: Any
+    sketch: dict[str, Any] | None
+    tolerance: Tolerance
+    method: str
+    source: str  # "computed" by this process, or read from the run's "cache"
+
+
+def cache_name(kind: str, case: Case, seed: int) -> str:
+    """The cache entry of `kind` for a case's parameter point and dtype (shared by its backends and modes)."""
+    return f"{kind}-" + hashlib.sha256(repr((case.workload, case.source, seed, case.dtype)).encode()).hexdigest()[:24]
+
+
+class CaseExecutor:
+    """Holds a loaded backend and the run's case cache (casecache.py), so a worker can run many cases.
+
+    `full_check`: check every case against the full reference, even where its workload has a
+    cheaper sketch (`--full-check`). `compile_cache`: this backend's persistent compile cache in the
+    run's cache (compilecache.py), whose growth during the first call says cold or warm.
+    """
+
+    def __init__(self, backend: Backend, cache: CaseCache | None = None, full_check: bool = False,
+                 compile_cache: Path | None = None) -> None:
         self.backend = backend
-        self.cache = cache
-        self._refs: dict[tuple[str, int, str], tuple[Any, Tolerance]] = {}
+        self.cache = cache or CaseCache(None)
+        self.full_check = full_check
+        self.compile_cache = compile_cache
         self.l2_bytes = gpu.l2_bytes() if backend.pipelined else None
         self.clocks = gpu.ClockWatch() if backend.pipelined else None
 
@@ -76,40 +100,44 @@ class CaseExecutor:
         out.update(cold_samples_s=tuple(cold), cold_median_s=cold[len(cold) // 2], cold_method=be.cold_method)
         return out
 
-    def reference(self, wl: Workload, seed: int, case: Case, inputs: tuple) -> tuple[Any, Tolerance]:
-        """The NumPy float64 reference and the tolerance calibrated from it (Workload.calibrate).
+    def inputs(self, wl: Workload, case: Case, seed: int) -> tuple[tuple, Entry]:
+        """The case's host inputs, in memory of this process's own, and the cache entry they came from.
 
-        Kept in memory for the next case (one: they can be big) and, with a cache directory,
-        on disk for every worker of the run, as arrays only (np.load without pickle). Checks
-        read a reference through `leaves`, so its arrays in that order are all they need.
+        Made once per run (the first process to need them writes them to the cache); a process
+        that reads them copies them out of the mapped file, so every backend times inputs in
+        ordinary anonymous memory, writable, as it would had it made them.
         """
-        key = (case.workload, seed, case.dtype)
-        if key in self._refs:
-            return self._refs[key]
-        path = None
-        if self.cache is not None:
-            name = hashlib.sha256(repr((case.workload, case.source, seed, case.dtype)).encode()).hexdigest()[:24]
-            path = self.cache / name
-        if path is not None and path.with_suffix(".json").exists():
-            with np.load(path.with_suffix(".npz"), allow_pickle=False) as z:
-                arrays = [z[f"arr_{i}"] for i in range(len(z.files))]
-            ref = arrays[0] if len(arrays) == 1 else tuple(arrays)
-            tol = Tolerance(**json.loads(path.with_suffix(".json").read_text()))
-        else:
+        entry = self.cache.get(cache_name("in", case, seed), lambda: (
+            {str(i): a for i, a in enumerate(wl.host_inputs(seed, case.dtype, case.params_dict))}, {}))
+        ordered = [entry.arrays[k] for k in sorted(entry.arrays, key=int)]
+        host = tuple(ordered if entry.made else (np.array(a) for a in ordered))
+        return host, entry
+
+    def expected(self, wl: Workload, case: Case, seed: int, host: tuple) -> Expected:
+        """The float64 reference and its calibrated tolerance, or the workload's sketch where the full
+        reference costs more than the work (Workload.sketch); computed once per run, then read."""
+        params = case.params_dict
+        sketch = wl.sketch if wl.sketch is not None and not self.full_check and wl.sketch.applies(params) else None
+
+        def make() -> tuple[dict[str, Any], dict[str, Any]]:
             t0 = time.perf_counter()
-            ref = wl.expected(inputs, case.params_dict)
-            tol = wl.calibrate(inputs, ref, case.dtype, case.params_dict, time.perf_counter() - t0)
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f"{name}.{os.getpid()}.tmp.npz")
-                np.savez(tmp, *leaves(ref))
-                os.replace(tmp, path.with_suffix(".npz"))
-                # Written last: its presence says the arrays are whole (another worker may be reading).
-                tmp = path.with_name(f"{name}.{os.getpid()}.tmp.json")
-                tmp.write_text(json.dumps(dataclasses.asdict(tol)))
-                os.replace(tmp, path.with_suffix(".json"))
-        self._refs = {key: (ref, tol)}
-        return ref, tol
+            if sketch is not None:
+                arrays = sketch.expect(host, case.dtype, params, np.random.default_rng(seed))
+                tol = Tolerance(float(arrays["tolerance"]), "the sketch's threshold, calibrated on sampled rows")
+                return arrays, {"tolerance": dataclasses.asdict(tol), "method": sketch.describe(arrays)}
+            ref = wl.expected(host, params)
+            tol = wl.calibrate(host, ref, case.dtype, params, time.perf_counter() - t0, seed)
+            # As arrays only (np.load without pickle): checks read a reference through `leaves`.
+            return ({f"{i:04d}": a for i, a in enumerate(leaves(ref))},
+                    {"tolerance": dataclasses.asdict(tol), "method": "full: every element against the reference"})
+
+        entry = self.cache.get(cache_name("sk" if sketch is not None else "ref", case, seed), make)
+        tol = Tolerance(**entry.meta["tolerance"])
+        source = "computed" if entry.made else "cache"
+        if sketch is not None:
+            return Expected(None, entry.arrays, tol, entry.meta["method"], source)
+        arrays = [entry.arrays[k] for k in sorted(entry.arrays)]
+        return Expected(arrays[0] if len(arrays) == 1 else tuple(arrays), None, tol, entry.meta["method"], source)
 
     def run(self, case: Case, config: TimerConfig, run_seed: int) -> CaseRecord:
         """Measure `case`: its record, whatever happened (a failure is the case's result, never raised)."""
@@ -121,9 +149,9 @@ class CaseExecutor:
             if builder is None:
                 reason = wl.unsupported.get((case.backend, case.mode), f"no {case.mode} implementation")
                 return replace(blank_record(case, "unsupported", reason), **got)
-            host, args, ref, tol = self._prepare(wl, case, run_seed, got)
+            host, args, expected = self._prepare(wl, case, run_seed, got)
             timing = self._time(wl, builder, case, config, host, args, got)
-            self._check(wl, case, timing, ref, tol, got)
+            self._check(wl, case, timing, expected, got)
         except Unavailable as e:
             got.update(status="unsupported", error=str(e))
         except Exception as e:  # a user's or framework's failure is this case's result
@@ -131,24 +159,26 @@ class CaseExecutor:
         return replace(blank_record(case, "error"), **got)
 
     def _prepare(self, wl: Workload, case: Case, run_seed: int,
-                 got: dict[str, Any]) -> tuple[tuple, tuple, Any, Tolerance]:
-        """Host inputs, the reference and its tolerance, and the inputs on the device (transfer timed)."""
+                 got: dict[str, Any]) -> tuple[tuple, tuple, Expected]:
+        """Host inputs, what the output is checked against, and the inputs on the device (transfer timed)."""
         be = self.backend
         seed = input_seed(run_seed, case)
         be.start_case()  # no peak memory or compiler state of an earlier case in this worker
         t0 = time.perf_counter()
-        host = wl.host_inputs(seed, case.dtype, case.params_dict)
+        host, entry = self.inputs(wl, case, seed)
         got["inputs_s"] = time.perf_counter() - t0
+        got["inputs_source"] = "made" if entry.made else "cache"
         t0 = time.perf_counter()
-        ref, tol = self.reference(wl, seed, case, host)
+        expected = self.expected(wl, case, seed, host)
         got["reference_s"] = time.perf_counter() - t0
+        got["reference_source"], got["check_method"] = expected.source, expected.method
         if wl.host_args:
-            return host, host, ref, tol
+            return host, host, expected
         t0 = time.perf_counter()
         args = tuple(be.to_device(a) for a in host)
         be.sync(args)
         got["transfer_s"] = time.perf_counter() - t0
-        return host, args, ref, tol
+        return host, args, expected
 
     def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, host: tuple, args: tuple,
               got: dict[str, Any]) -> Any:
@@ -161,10 +191,14 @@ class CaseExecutor:
             sync = be.sync if be.asynchronous else None
             if self.clocks:
                 self.clocks.start()
+            cc = self.compile_cache if uses_compile_cache(be.name, case.mode) else None
+            before = entries(cc) if cc is not None else 0
             t0 = time.perf_counter()
             timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
                            reference=measure_reference).run()
             got["timer_s"] = time.perf_counter() - t0
+            # Warm-up and samples reuse the first call's shapes: any new entry is the first call's.
+            got["first_call_cache"] = first_call_state(before, entries(cc) if cc is not None else 0, cc is not None)
             if self.clocks:
                 got["gpu_clock"] = self.clocks.stop()
             if be.pipelined:
@@ -177,14 +211,15 @@ class CaseExecutor:
             raise Unavailable(reason) from e
         return timing
 
-    def _check(self, wl: Workload, case: Case, timing: Any, ref: Any, tol: Tolerance, got: dict[str, Any]) -> None:
+    def _check(self, wl: Workload, case: Case, timing: Any, expected: Expected, got: dict[str, Any]) -> None:
         """Copy the output back, check it against the reference, and fill in the timer's figures."""
         be, m = self.backend, timing.measurement
         t0 = time.perf_counter()
         out = be.to_host(timing.last_output)
         got["to_host_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        check = wl.check(out, ref, case.dtype, case.params_dict, tol.value)
+        tol = expected.tolerance
+        check = wl.check(out, expected.ref, case.dtype, case.params_dict, tol.value, expected.sketch)
         got["check_s"] = time.perf_counter() - t0
         got.update(
             status="ok" if check.correct else "wrong",

@@ -14,11 +14,13 @@ import faulthandler
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arraybench.compilecache import backend_dir, compile_cache_env, compile_dir
 from arraybench.execution import protocol
 from arraybench.execution.protocol import ReadyReply, RecordReply, Reply, UnavailableReply
 from arraybench.limits import apply_memory_limit
@@ -81,6 +83,20 @@ def die_with_parent(parent: int | None) -> None:
         os._exit(1)
 
 
+def process_age() -> float | None:
+    """Seconds since this process was created, from its start time in /proc (in clock ticks,
+    1/100 s on Linux, so up to 10 ms more than the truth); None where there is no /proc."""
+    try:
+        with open("/proc/self/stat") as f:
+            # Fields after the command name, which may itself hold spaces and parentheses;
+            # the start time is the stat file's field 22.
+            fields = f.read().rpartition(")")[2].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - started
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="arraybench.execution.child")
     p.add_argument("--backend", required=True)
@@ -89,14 +105,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="cpu")
     p.add_argument("--parent", type=int, help="the runner's pid, to exit if it is already gone")
     p.add_argument("--memory-limit", type=int, help="bytes")
-    p.add_argument("--reference-cache", help="directory of references shared by the run's workers")
+    p.add_argument("--cache", help="the run's cache directory: inputs and references shared by its workers")
+    p.add_argument("--cache-limit", type=int, help="bytes of inputs and references in it (default: casecache's)")
+    p.add_argument("--full-check", action="store_true", help="check against the full reference, never a sketch")
     p.add_argument("--floors", action="store_true", help="measure the backend's empty call (floors.py) once loaded")
     return p.parse_args(argv)
 
 
 def set_up(args: argparse.Namespace) -> tuple[Callable[[Reply], None], str]:
     """Everything before the framework is imported: parent watch, protocol pipe, cores, allocator,
-    memory limit. Returns the function that sends a reply to the parent, and what the allocator got."""
+    memory limit, compile cache. Returns the function that sends a reply to the parent, and what the allocator got."""
     die_with_parent(args.parent)
     # A segfault's Python stack goes to the log, which the runner keeps.
     faulthandler.enable()
@@ -113,33 +131,50 @@ def set_up(args: argparse.Namespace) -> tuple[Callable[[Reply], None], str]:
     allocator = steady_allocator()
     if args.memory_limit:
         apply_memory_limit(args.memory_limit)
+    if args.cache:
+        os.environ.update(compile_cache_env(args.backend, compile_dir(Path(args.cache))))
     return send, allocator
 
 
 def main(argv: list[str] | None = None) -> int:
+    # What the worker's start cost, phase by phase, in the ready info: a run pays it once per
+    # configuration and round, before any case.
+    startup: dict[str, float | None] = {"interpreter_s": process_age()}
+    t0 = time.perf_counter()
     args = parse_args(argv)
     send, allocator = set_up(args)
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class
+    from arraybench.casecache import DEFAULT_LIMIT, CaseCache, cases_dir
     from arraybench.execution.case_executor import CaseExecutor
 
     be = backend_class(args.backend)(args.threads, args.dtype, args.device)
+    startup["harness_s"] = time.perf_counter() - t0
     try:
+        t0 = time.perf_counter()
         be.load()
+        startup["import_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
         info = be.info()
         info["devices"] = be.devices()
+        startup["info_s"] = time.perf_counter() - t0
         info["allocator"] = allocator
         if args.floors:
             from arraybench import floors
 
+            t0 = time.perf_counter()
             info.update(floors.measure(be))
+            startup["floors_s"] = time.perf_counter() - t0
     except Unavailable as e:
         send(UnavailableReply(str(e)))
         return 0
+    startup["total_s"] = process_age()
+    info["startup"] = startup
     send(ReadyReply(info))
-    serve(CaseExecutor(be, Path(args.reference_cache) if args.reference_cache else None), info,
-          args.memory_limit, send)
+    cache = CaseCache(cases_dir(Path(args.cache)) if args.cache else None, args.cache_limit or DEFAULT_LIMIT)
+    compiled = backend_dir(args.backend, compile_dir(Path(args.cache))) if args.cache else None
+    serve(CaseExecutor(be, cache, args.full_check, compiled), info, args.memory_limit, send)
     return 0
 
 

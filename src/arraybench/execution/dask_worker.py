@@ -28,10 +28,11 @@ class CasePool(WorkerPlugin):
         self.config, self.cpu_slices, self.peaks_threads = config, cpu_slices, peaks_threads
 
     def setup(self, worker: Any) -> None:
-        # Logs stay on the worker's machine; a crash's last stderr line travels in its record. The
-        # run's reference cache is a path on the machine that started the run: no use here.
-        log_dir = Path(worker.local_directory) / "arraybench-logs"
-        self.pool = WorkerPool(replace(self.config, log_dir=log_dir, reference_cache=None))
+        # Logs and the case cache stay on the worker's machine (the run's own cache is a path on the
+        # machine that started it); a crash's last stderr line travels in its record.
+        here = Path(worker.local_directory)
+        self.pool = WorkerPool(replace(self.config, log_dir=here / "arraybench-logs",
+                                       cache_dir=here / "arraybench-cache"))
         self.machine = socket.gethostname()
         self.worker_name = str(worker.name)
         self.cpus = self.cpu_slices.get(self.worker_name)

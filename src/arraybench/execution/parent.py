@@ -10,7 +10,6 @@ import os
 import random
 import re
 import select
-import shutil
 import signal
 import socket
 import statistics
@@ -26,6 +25,7 @@ from typing import Any, TextIO
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
 from arraybench.case import Case
+from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.execution import protocol
 from arraybench.execution.case_executor import blank_record
 from arraybench.execution.protocol import CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
@@ -52,9 +52,11 @@ class RunConfig:
     timeout: float  # seconds a case may take in its child before the child is killed
     log_dir: Path  # each child's stderr, one file per configuration
     memory_limit: int | None = None  # bytes of address space for each child (limits.py)
-    # References shared by the run's children, each computed once (poly at 10000² takes seconds;
-    # 3 processes × 8 cases would pay it 24 times); None: each child computes its own.
-    reference_cache: Path | None = None
+    # The run's cache (session.cache_dir): inputs and references shared by its children, each made
+    # once per run (casecache.py), and the frameworks' compile caches; None: each child makes its own.
+    cache_dir: Path | None = None
+    cache_limit: int = DEFAULT_CACHE_LIMIT  # bytes of inputs and references in it
+    full_check: bool = False  # every case against its full reference, no sketch (--full-check)
 
 
 def worker_env(case: Case) -> dict[str, str]:
@@ -85,7 +87,7 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.execution.child` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, config: RunConfig, floors: bool = False) -> None:
+    def __init__(self, case: Case, config: RunConfig) -> None:
         self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
         self.config = config
         config.log_dir.mkdir(parents=True, exist_ok=True)
@@ -100,10 +102,15 @@ class Worker:
         ]
         if config.memory_limit:
             cmd += ["--memory-limit", str(config.memory_limit)]
-        if config.reference_cache is not None:
-            cmd += ["--reference-cache", str(config.reference_cache)]
-        if floors:
-            cmd += ["--floors"]
+        if config.cache_dir is not None:
+            cmd += ["--cache", str(config.cache_dir), "--cache-limit", str(config.cache_limit)]
+        if config.full_check:
+            cmd += ["--full-check"]
+        # Every worker measures its backend's empty call (floors.py) as it starts: besides the
+        # figure, that pays a framework's once-per-process JIT set-up (torch's first torch.compile
+        # in a process costs 1.3-3 s even from a warm cache) at start-up, where it belongs, and not
+        # in the first call of whichever case comes first.
+        cmd += ["--floors"]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -240,16 +247,15 @@ class Runner:
                 self.pool.close()
         finally:
             self.pool.close()
-        if self.config.reference_cache is not None:  # kept after an interruption, for --resume
-            shutil.rmtree(self.config.reference_cache, ignore_errors=True)
         return records
 
 
 # A process's own figures whose median over processes the case line gives (each process's are in `replicates`).
-MEDIAN_OVER_PROCESSES = ("first_call_s", "transfer_s", "to_host_s", "build_s", "latency_s",
+MEDIAN_OVER_PROCESSES = ("transfer_s", "to_host_s", "build_s", "latency_s",
                          "minor_faults_per_call", "overhead_s")
 # A process's own figures that have no meaning over processes: only in `replicates` on a case line.
-ONLY_PER_PROCESS = ("loops", "half_width", "stop", "warmup_calls", "inputs_s", "reference_s", "timer_s", "check_s")
+ONLY_PER_PROCESS = ("loops", "half_width", "stop", "warmup_calls", "inputs_s", "reference_s", "timer_s", "check_s",
+                    "startup_s", "inputs_source", "reference_source", "first_call_cache")
 
 
 def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
@@ -273,6 +279,11 @@ def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
     }
     for k in MEDIAN_OVER_PROCESSES:
         values = [getattr(r, k) for r in timed if getattr(r, k) is not None]
+        changes[k] = statistics.median(values) if values else None
+    # A first call served from the run's compile cache is not a compile: it is reported apart.
+    for k, warm in (("first_call_s", False), ("first_call_warm_s", True)):
+        values = [r.first_call_s for r in timed
+                  if r.first_call_s is not None and (r.first_call_cache == "warm") == warm]
         changes[k] = statistics.median(values) if values else None
     peaks = [r.peak_memory_bytes for r in timed if r.peak_memory_bytes is not None]
     changes["peak_memory_bytes"] = max(peaks) if peaks else None
@@ -304,9 +315,6 @@ class WorkerPool:
         self.config = config
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
-        # Configurations whose empty call (floors.py) a worker of this pool measured: once is
-        # enough (torch.compile of even an empty call takes a second), so later workers skip it.
-        self.floors_measured: set[WorkerKey] = set()
 
     def run_one(self, case: Case) -> CaseRecord:
         cls = backend_class(case.backend)
@@ -317,13 +325,14 @@ class WorkerPool:
         if key in self.unavailable:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
+        startup_s = None  # the worker's start, where this case is its first
         if worker is None:
-            worker = Worker(case, self.config, floors=key not in self.floors_measured)
+            t0 = time.monotonic()
+            worker = Worker(case, self.config)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:
                 worker.start()
-                self.floors_measured.add(key)
             except (WorkerDied, WorkerTimeout) as e:
                 self._drop(key)
                 reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
@@ -332,8 +341,10 @@ class WorkerPool:
                 self.unavailable[key] = worker.unavailable
                 self._drop(key)
                 return blank_record(case, "unavailable", worker.unavailable)
+            startup_s = time.monotonic() - t0
         try:
-            return worker.run(case)
+            rec = worker.run(case)
+            return rec if startup_s is None else replace(rec, startup_s=startup_s)
         except WorkerTimeout:
             self._drop(key)
             return blank_record(case, "timeout", f"no result within --timeout {self.config.timeout:g} s; worker killed")

@@ -3,6 +3,7 @@ Python API's): plan, a runner for it, the crossover rounds, the results."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +27,15 @@ class CaseRunner(Protocol):
     def run(self, cases: list[Case]) -> list[CaseRecord]: ...
 
 
+def cache_dir(out_dir: Path) -> Path:
+    """The run's cache: inputs, references and compiled code its children share; gone when it completes."""
+    return out_dir / "cache"
+
+
 def run_config(settings: RunSettings, out_dir: Path) -> RunConfig:
-    """What the run's children are started and asked with; their logs and shared references in `out_dir`."""
+    """What the run's children are started and asked with; their logs and shared cache in `out_dir`."""
     return RunConfig(settings.timer, settings.seed, settings.timeout, out_dir / "logs", settings.memory_limit,
-                     reference_cache=out_dir / "references")
+                     cache_dir=cache_dir(out_dir), cache_limit=settings.cache_limit, full_check=settings.full_check)
 
 
 def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None) -> dict[str, Any]:
@@ -111,6 +117,8 @@ def execute(
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
     finally:
         writer.close()
+    # Kept after an interruption, for --resume (the CLI says how much it holds).
+    shutil.rmtree(cache_dir(out_dir), ignore_errors=True)
     return load_results(out_dir)
 
 

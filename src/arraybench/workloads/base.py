@@ -25,8 +25,14 @@ DEFAULT_RTOL = {"float32": 1e-4, "float64": 1e-10}
 SAFETY = 100.0  # the float32 probe is one evaluation order; other orders landed up to 11x further (tests)
 # An error this large: the case's dtype cannot carry this computation's answer.
 ILL_CONDITIONED = 1e-2
-# Calibrating costs one more reference evaluation; above this, the rtol is used as is.
-CALIBRATE_MAX_S = 0.25
+# Calibrating costs one evaluation of the reference in float32, once per case per run (casecache.py).
+# A reference slower than this is calibrated at smaller sizes of the same workload instead, and the
+# error carried up to the case's size (Workload.carried_tolerance); never dropped to a default rtol.
+CALIBRATE_MAX_S = 30.0
+# The smaller sizes are chosen so that their reference takes about this long (cost taken as linear).
+CARRY_BUDGET_S = 1.0
+# How many times smaller each of the two carrying sizes is than the next.
+CARRY_STEP = 4
 
 
 @dataclass
@@ -47,6 +53,26 @@ def leaves(out: Any) -> list[np.ndarray]:
     if isinstance(out, dict):
         return [a for k in sorted(out) for a in leaves(out[k])]
     return [np.asarray(out)]
+
+
+@dataclass(frozen=True)
+class Sketch:
+    """A check that costs O(output) for a workload whose full reference costs more than the work.
+
+    A float64 reference of an 8192² product is 1.1 TFLOP: minutes on two cores, a hundred times
+    the GPU's measured call. `expect(host_inputs, dtype, params, rng)` makes, once per case per
+    run, a few arrays that stand for the expected output (for matmul: A·(B·X) for random ±1
+    columns X, and the threshold calibrated from sampled rows) plus a 0-d `tolerance`;
+    `check(out, expected, dtype, params)` tests an output against them. `applies(params)` says
+    where the full reference would cost more than the sketch (below, the exact figure is cheap);
+    `describe(expected)` says in a line what the sketch catches and with what probability.
+    `--full-check` keeps the exhaustive check everywhere.
+    """
+
+    applies: Callable[[dict[str, Any]], bool]
+    expect: Callable[..., dict[str, np.ndarray]]
+    check: Callable[..., Check]
+    describe: Callable[[dict[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -72,22 +98,33 @@ def wrong_dtype(out: Any, dtype: str) -> Check | None:
 
 
 # Elements per pass of a check: a 10⁸-element output is compared in cache-sized pieces instead of
-# through four full-size float64 temporaries (12 s a check at 10⁸, every case of every process).
+# through full-size float64 temporaries (12 s a check at 10⁸, every case of every process).
 CHUNK = 1 << 16
 
 
 def _errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float, bool]:
-    """(max |got − want|, max |want|, every element of `got` finite), in float64 (complex128)."""
-    wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+    """(max |got − want|, max |want|, every difference finite), in float64 (complex128).
+
+    One pass per piece: the difference is computed into a reused float64 buffer, the cast of
+    `got` happening inside the subtraction; a NaN or inf in `got` shows as a non-finite maximum.
+    """
+    complex_ = np.iscomplexobj(got) or np.iscomplexobj(want)
+    wide = np.complex128 if complex_ else np.float64
     g, w = got.reshape(-1), want.reshape(-1)
+    buf = np.empty(min(CHUNK, g.size), dtype=wide)
     err = scale = 0.0
     for i in range(0, g.size, CHUNK):
-        g64 = g[i:i + CHUNK].astype(wide)
-        if not np.all(np.isfinite(g64)):
+        gi, wi = g[i:i + CHUNK], w[i:i + CHUNK]
+        d = buf[:gi.size]
+        np.subtract(gi, wi, out=d, dtype=wide)
+        if complex_:
+            piece, top = float(np.max(np.abs(d))), float(np.max(np.abs(wi)))
+        else:
+            np.abs(d, out=d)
+            piece, top = float(d.max()), max(float(wi.max()), -float(wi.min()))
+        if not math.isfinite(piece):
             return math.inf, 0.0, False
-        w64 = w[i:i + CHUNK].astype(wide, copy=False)
-        err = max(err, float(np.max(np.abs(g64 - w64))))
-        scale = max(scale, float(np.max(np.abs(w64))))
+        err, scale = max(err, piece), max(scale, top)
     return err, scale, True
 
 
@@ -149,6 +186,8 @@ class Workload:
     host_args: bool = False
     # In the default suite (`arraybench run`, `make bench`); otherwise only when named or in a suite.
     in_default_suite: bool = True
+    # A cheaper check where the full reference costs more than the work (Sketch); None: always full.
+    sketch: Sketch | None = None
 
     # --- registration decorators, so a workload module reads top to bottom ---------------
     def inputs(self, fn: Callable[..., tuple[np.ndarray, ...]]) -> Callable[..., tuple[np.ndarray, ...]]:
@@ -255,36 +294,87 @@ class Workload:
         return self.source is not None and self.rtol != DEFAULT_RTOL
 
     def calibrate(self, inputs: tuple[np.ndarray, ...], ref: Any, dtype: str, params: dict[str, Any],
-                  reference_s: float) -> Tolerance:
+                  reference_s: float, seed: int = 0) -> Tolerance:
         """The tolerance for this case, from how far the reference itself moves in lower precision.
 
         Only the default relative check is calibrated: custom checks (norms with their own error
-        bounds, exact comparisons) already say what they accept.
+        bounds, exact comparisons) already say what they accept. The float32 evaluation costs
+        about what the reference did, once per case per run; past CALIBRATE_MAX_S the error is
+        measured at smaller sizes and carried up (`seed` makes their inputs).
         """
         floor = self.tolerance(dtype)
         if self.checker is not None:
             return Tolerance(floor, "the workload's own check")
         if self.rtol_is_explicit:
             return Tolerance(floor, f"rtol {floor:g} given by the workload")
-        if reference_s > CALIBRATE_MAX_S:
-            return Tolerance(floor, f"rtol {floor:g} (reference too slow to calibrate: {reference_s:.2g} s)")
+        if reference_s > CALIBRATE_MAX_S and self._carry_sizes(params, reference_s):
+            return self.carried_tolerance(dtype, params, seed, reference_s)
+        error32, why = self._float32_error(inputs, ref, params)
+        if error32 is None:
+            return Tolerance(floor, f"rtol {floor:g} ({why})")
+        return self._from_error(error32, dtype, "")
+
+    def _float32_error(self, inputs: tuple[np.ndarray, ...], ref: Any,
+                       params: dict[str, Any]) -> tuple[float | None, str]:
+        """The float32 reference's relative error against `ref`, or None and why it has none."""
         narrow = tuple(a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
                        for a in inputs)
         try:
             assert self.make_reference is not None
             error32 = relative_error(self.make_reference(*narrow, **params), ref)
         except Exception as e:  # a reference that cannot run in float32 keeps its rtol
-            return Tolerance(floor, f"rtol {floor:g} (the reference fails in float32: {type(e).__name__})")
+            return None, f"the reference fails in float32: {type(e).__name__}"
         if not math.isfinite(error32):
-            return Tolerance(floor, f"rtol {floor:g} (the reference overflows or gives NaN in float32)")
+            return None, "the reference overflows or gives NaN in float32"
+        return error32, ""
+
+    def _from_error(self, error32: float, dtype: str, carried: str) -> Tolerance:
+        floor = self.tolerance(dtype)
         spread = error32 * float(np.finfo(dtype).eps) / float(np.finfo(np.float32).eps)
         how = (f"{SAFETY:g} × {spread:.2g}, the float32 reference's error"
-               + (" scaled to float64's roundoff" if dtype != "float32" else ""))
+               + (" scaled to float64's roundoff" if dtype != "float32" else "") + carried)
         if spread >= ILL_CONDITIONED:
             return Tolerance(SAFETY * spread, f"ill-conditioned in {dtype}: {how}", ill_conditioned=True)
         if SAFETY * spread > floor:
             return Tolerance(SAFETY * spread, f"calibrated: {how}")
         return Tolerance(floor, f"rtol {floor:g} (calibration: {how}, below it)")
+
+    def _carry_sizes(self, params: dict[str, Any], reference_s: float) -> tuple[int, int] | None:
+        """Two smaller sizes whose references take about CARRY_BUDGET_S, or None where the size
+        parameter is not an integer that far above a few elements (then the case calibrates in full)."""
+        size = params.get(self.size_param)
+        if not isinstance(size, int):
+            return None
+        big = size
+        while big > 1 and reference_s * big / size > CARRY_BUDGET_S:
+            big //= CARRY_STEP
+        small = big // CARRY_STEP
+        return (small, big) if small >= 16 else None
+
+    def carried_tolerance(self, dtype: str, params: dict[str, Any], seed: int, reference_s: float) -> Tolerance:
+        """The float32 error measured at two smaller sizes and carried up to the case's size.
+
+        Rounding errors grow with the size at most linearly (a sum's worst case) and often not at
+        all (element-wise kernels): the growth between the two sizes is fitted and a quarter added
+        for safety, between 0 and 1 (`size^p`).
+        """
+        carry = self._carry_sizes(params, reference_s)
+        assert carry is not None
+        errors = []
+        for s in carry:
+            small = {**params, self.size_param: s}
+            inputs = self.host_inputs(seed, dtype, small)
+            error32, why = self._float32_error(inputs, self.expected(inputs, small), small)
+            if error32 is None:
+                floor = self.tolerance(dtype)
+                return Tolerance(floor, f"rtol {floor:g} ({why} at {self.size_param} = {s})")
+            errors.append(max(error32, float(np.finfo(np.float32).eps)))
+        fitted = math.log(errors[1] / errors[0]) / math.log(carry[1] / carry[0])
+        p = min(1.0, max(0.0, fitted) + 0.25)
+        size = params[self.size_param]
+        error32 = errors[1] * (size / carry[1]) ** p
+        return self._from_error(error32, dtype, f", carried from {self.size_param} = {carry[1]} as "
+                                f"{self.size_param}^{p:.2f} (its reference took {reference_s:.2g} s)")
 
     def unsupported_because(self, error: Exception, backend: str) -> str | None:
         """Why `backend` cannot run this workload, when `error` is a known limit of the framework.
@@ -294,12 +384,16 @@ class Workload:
         return None
 
     def check(self, out: Any, ref: Any, dtype: str, params: dict[str, Any],
-              tolerance: float | None = None) -> Check:
-        """Right dtype first (every workload), then the workload's own check or the relative one
+              tolerance: float | None = None, sketch: dict[str, Any] | None = None) -> Check:
+        """Right dtype first (every workload), then the sketch's check where the case has one
+        (`sketch`: what Sketch.expect made), else the workload's own check or the relative one
         at `tolerance` (calibrated; default the workload's rtol)."""
         bad = wrong_dtype(out, dtype)
         if bad is not None:
             return bad
+        if sketch is not None:
+            assert self.sketch is not None
+            return self.sketch.check(out, sketch, dtype, params)
         if self.checker is not None:
             return self.checker(out, ref, dtype, params)
         return relative_check(out, ref, self.tolerance(dtype) if tolerance is None else tolerance)

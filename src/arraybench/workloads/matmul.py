@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
-from arraybench.workloads.base import Workload
+from arraybench.workloads.base import SAFETY, Check, Sketch, Workload, leaves
 from arraybench.workloads.common import NO_FUSE, eps, norm_check, register_everywhere
 from arraybench.workloads.sizes import log_sweep
 
@@ -60,10 +60,71 @@ def _tolerance(dtype: str, params: dict[str, Any]) -> float:
     return 4.0 * np.sqrt(params["n"]) * eps(dtype)
 
 
+# Freivalds' check: random ±1 columns X; a correct C has C·X = A·(B·X) up to rounding. A wrong
+# entry C[i, j] moves (C·X)[i] by its error times ±1, so one entry off by more than the threshold
+# is caught whatever X is; any wrong row escapes one column only when its errors cancel exactly
+# for that draw, which for ±1 columns has probability at most 1/2 (Littlewood–Offord): all
+# PROBES columns, at most 2⁻⁸.
+PROBES = 8
+# Rows whose float32 product (NumPy's order) shows how far a correct C·X lands from A·(B·X).
+CALIBRATION_ROWS = 16
+# Below this n the float64 product costs under ~10 ms: the exact norm check is cheap there.
+SKETCH_MIN_N = 512
+ROWS_PER_PASS = 256  # rows converted to float64 at a time: bounded temporaries at 8192²
+
+
+def _times(m: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """m·x in float64 (m of any float dtype), converting `m` a block of rows at a time."""
+    return np.concatenate([m[i:i + ROWS_PER_PASS].astype(np.float64) @ x for i in range(0, len(m), ROWS_PER_PASS)])
+
+
+def _freivalds_expect(host: tuple, dtype: str, params: dict[str, Any], rng: np.random.Generator) -> dict:
+    """A·(B·X) in float64 and the threshold a correct product's C·X stays within (O(n²) each)."""
+    a, b = host
+    n = a.shape[0]
+    x = rng.choice(np.array([-1.0, 1.0]), size=(n, PROBES))
+    expected = _times(a, _times(b, x))
+    rows = np.sort(rng.choice(n, size=min(CALIBRATION_ROWS, n), replace=False))
+    a_rows = a[rows].astype(np.float64)
+    # The sampled rows of C exactly (in float64) and as a float32 product computes them.
+    exact = sum(a_rows[:, i:i + ROWS_PER_PASS] @ b[i:i + ROWS_PER_PASS].astype(np.float64)
+                for i in range(0, n, ROWS_PER_PASS))
+    rounded = (a[rows].astype(np.float32) @ b.astype(np.float32, copy=False)).astype(np.float64)
+    # What rounding alone leaves in a correct product's C·X on those rows, scaled to the case's dtype.
+    residual32 = max(float(np.max(np.abs((rounded - exact) @ x))), float(np.finfo(np.float32).tiny))
+    residual = residual32 * eps(dtype) / eps("float32")
+    return {"x": x, "expected": expected, "tolerance": np.array(SAFETY * residual)}
+
+
+def _freivalds_check(out: Any, expected: dict[str, Any], dtype: str, params: dict[str, Any]) -> Check:
+    """|C·X − A·(B·X)| row by row against the calibrated threshold; reported relative to max |A·(B·X)|."""
+    (c,) = leaves(out)
+    x, want, threshold = expected["x"], expected["expected"], float(expected["tolerance"])
+    scale = float(np.max(np.abs(want))) or 1.0
+    if c.shape != (x.shape[0], x.shape[0]):
+        return Check(False, float("inf"), float("inf"), threshold / scale, f"shape {c.shape}, expected {x.shape[0]}²")
+    residual = float(np.max(np.abs(_times(c, x) - want)))
+    if not np.isfinite(residual):
+        return Check(False, float("inf"), float("inf"), threshold / scale, "output has NaN or inf")
+    detail = "" if residual <= threshold else (f"C·X differs from A·(B·X) by {residual:.3g} "
+                                              f"(threshold {threshold:.3g}): some entry is wrong")
+    return Check(residual <= threshold, residual, residual / scale, threshold / scale, detail)
+
+
+def _freivalds_describe(expected: dict[str, Any]) -> str:
+    return (f"Freivalds: C·X = A·(B·X) in float64 for {PROBES} random ±1 columns; an entry off by more than "
+            f"{float(expected['tolerance']):.2g} is always caught, wrong entries that cancel within a row "
+            f"escape with probability ≤ 2⁻{PROBES}")
+
+
+FREIVALDS = Sketch(applies=lambda params: params["n"] >= SKETCH_MIN_N, expect=_freivalds_expect,
+                   check=_freivalds_check, describe=_freivalds_describe)
+
 for wl in ALL:
     wl.inputs(_inputs)
     wl.reference(lambda a, b, n: a @ b)
     wl.check_with(norm_check(_tolerance))
+    wl.sketch = FREIVALDS
 
 
 for wl in (matmul, matmul_3000):

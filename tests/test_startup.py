@@ -1,0 +1,57 @@
+"""A worker says what its start cost, phase by phase."""
+
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arraybench.backends.base import child_env
+from arraybench.backends.tensorflow_backend import TensorflowBackend
+from arraybench.case import Case
+from arraybench.execution.child import process_age
+from arraybench.execution.parent import RunConfig, Worker
+from arraybench.timing import TimerConfig
+
+IMPORTED = time.monotonic()
+
+
+def test_process_age_counts_from_the_process_start_not_from_a_later_moment():
+    age = process_age()
+    assert age is not None
+    assert age >= time.monotonic() - IMPORTED  # this module was imported after the process started
+    time.sleep(0.05)
+    later = process_age()
+    assert later is not None and 0.04 < later - age < 1.0
+
+
+@pytest.mark.integration  # starts a worker process
+def test_the_ready_info_carries_each_phase_of_the_workers_start(tmp_path: Path):
+    case = Case("sort", (("n", 8),), "numpy", "eager", "float64", 1)
+    worker = Worker(case, RunConfig(TimerConfig(), 0, 60.0, tmp_path / "logs"))
+    try:
+        worker.start()
+    finally:
+        worker.kill()
+    assert worker.info is not None
+    startup = worker.info["startup"]
+    phases = ("interpreter_s", "harness_s", "import_s", "info_s", "floors_s")
+    assert all(startup[p] >= 0 for p in phases)
+    # Phases one after another, within the clock ticks (10 ms) the process start is known to.
+    assert startup["total_s"] >= sum(startup[p] for p in phases) - 0.011
+    assert startup["total_s"] < 60
+
+
+@pytest.mark.integration  # imports TensorFlow
+def test_tensorflow_loads_without_keras_and_keras_still_loads_when_asked():
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed")
+    be = TensorflowBackend(1, "float32")
+    code = ("import sys; from arraybench.backends.tensorflow_backend import TensorflowBackend as T\n"
+            "be = T(1, 'float32'); be.load(); print('keras' in sys.modules)\n"
+            "print(be.tf.keras.layers.Dense(2)(be.tf.ones((1, 3))).shape)")
+    out = subprocess.run([sys.executable, "-c", code], env=child_env(be.env()), capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split("\n")
+    assert out[:2] == ["False", "(1, 2)"]
