@@ -28,5 +28,20 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limi
 "$py" "$here/benchmarks/gpu_timing.py" --json "$out/gpu_timing.json" || status=1
 "$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float64 --sizes small --workloads matmul,elementwise_add,elementwise_sin,fft,sort,poly,selu,grad,linreg,transfer_to_host \
     --min-time 0.1 --max-time 1 --processes "$processes" --no-store --output-dir "$out/float64" || status=1
+# The large-size set (issue 20), twice: what the harness spends per process, and an A/A compare on
+# the GPU (nothing found), then the same pair with sort's samples made 10 % slower (sort found).
+"$py" "$here/benchmarks/harness_cost.py" --devices gpu --out "$out/harness" --json "$out/harness_cost.json" || status=1
+for k in 1 2; do
+    for wl_size in elementwise_sin:100000000 sort:100000000 fft:16777216 matmul:8192; do
+        "$py" -m arraybench run --workloads "${wl_size%%:*}" --sizes "${wl_size##*:}" --backends cupy,torch,jax \
+            --devices gpu --dtype float32 --processes 3 --refine 0 --no-store --seed "$k" \
+            --output-dir "$out/large$k/${wl_size%%:*}" || status=1
+    done
+done
+for wl in elementwise_sin sort fft matmul; do
+    "$py" -m arraybench compare "$out/large1/$wl" "$out/large2/$wl" || status=1
+done
+"$py" "$here/benchmarks/reproducibility.py" scale "$out/large2/sort" "$out/large2-sort-slower" 1.10 sort
+"$py" -m arraybench compare "$out/large1/sort" "$out/large2-sort-slower" || true
 date -u
 exit $status

@@ -114,13 +114,15 @@ def compare(base: Path, new: Path, what: str) -> None:
             print("  " + line.strip())
 
 
-def scaled_copy(src: Path, dst: Path, factor: float) -> None:
-    """A copy of a run whose every sample took `factor` times as long (the host's reference unchanged)."""
+def scaled_copy(src: Path, dst: Path, factor: float, workload: str | None = None) -> None:
+    """A copy of a run whose every sample (of `workload`, or of every workload) took `factor` times
+    as long (the host's reference unchanged)."""
     dst.mkdir(parents=True, exist_ok=True)
     lines = []
     for line in (src / "results.jsonl").read_text().splitlines():
         rec = json.loads(line)
-        if rec.get("type") in ("case", "replicate") and rec.get("samples_s"):
+        if (rec.get("type") in ("case", "replicate") and rec.get("samples_s")
+                and workload in (None, rec.get("workload"))):
             rec["samples_s"] = [x * factor for x in rec["samples_s"]]
             for key in ("median_s", "min_s", "mean_s", "std_s", "iqr_s"):
                 if rec.get(key) is not None:
@@ -166,7 +168,16 @@ def order(out: Path, rounds: int) -> None:
     print(f"fresh / after: {ratio:.3f} (target within 5 %)")
 
 
+def scale(argv: list[str]) -> None:
+    """`reproducibility.py scale SRC DST FACTOR [WORKLOAD]`: a copy of run SRC with slower samples."""
+    src, dst, factor, *workload = argv
+    scaled_copy(Path(src), Path(dst), float(factor), workload[0] if workload else None)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["scale"]:
+        scale(sys.argv[2:])
+        return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("check", choices=("aa", "order"))
     p.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")

@@ -30,7 +30,7 @@ def test_process_age_counts_from_the_process_start_not_from_a_later_moment():
 @pytest.mark.integration  # starts a worker process
 def test_the_ready_info_carries_each_phase_of_the_workers_start(tmp_path: Path):
     case = Case("sort", (("n", 8),), "numpy", "eager", "float64", 1)
-    worker = Worker(case, RunConfig(TimerConfig(), 0, 60.0, tmp_path / "logs"))
+    worker = Worker(case, RunConfig(TimerConfig(), 0, 60.0, tmp_path / "logs"), floors=True)
     try:
         worker.start()
     finally:

@@ -203,6 +203,10 @@ class Backend:
         """Peak device memory in bytes since the case started (start_case), where the framework can tell."""
         return None
 
+    def prepare_jit(self) -> None:
+        """Pay the framework's once-per-process compiler set-up, before a process's first JIT case
+        is built (its cost goes to that case's `build_s`), so that no case's first call holds it."""
+
     def start_case(self) -> None:
         """Called before each case: forget what an earlier case in this worker left behind that
         would change this one's numbers (its peak memory, a compiler's per-function state)."""

@@ -87,7 +87,7 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.execution.child` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, config: RunConfig) -> None:
+    def __init__(self, case: Case, config: RunConfig, floors: bool = False) -> None:
         self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
         self.config = config
         config.log_dir.mkdir(parents=True, exist_ok=True)
@@ -106,11 +106,8 @@ class Worker:
             cmd += ["--cache", str(config.cache_dir), "--cache-limit", str(config.cache_limit)]
         if config.full_check:
             cmd += ["--full-check"]
-        # Every worker measures its backend's empty call (floors.py) as it starts: besides the
-        # figure, that pays a framework's once-per-process JIT set-up (torch's first torch.compile
-        # in a process costs 1.3-3 s even from a warm cache) at start-up, where it belongs, and not
-        # in the first call of whichever case comes first.
-        cmd += ["--floors"]
+        if floors:
+            cmd += ["--floors"]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -315,6 +312,9 @@ class WorkerPool:
         self.config = config
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
+        # Configurations whose empty call (floors.py) a worker of this pool measured: once is
+        # enough (torch.compile of even an empty call costs 2-3 s a process), so later workers skip it.
+        self.floors_measured: set[WorkerKey] = set()
 
     def run_one(self, case: Case) -> CaseRecord:
         cls = backend_class(case.backend)
@@ -328,11 +328,12 @@ class WorkerPool:
         startup_s = None  # the worker's start, where this case is its first
         if worker is None:
             t0 = time.monotonic()
-            worker = Worker(case, self.config)
+            worker = Worker(case, self.config, floors=key not in self.floors_measured)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:
                 worker.start()
+                self.floors_measured.add(key)
             except (WorkerDied, WorkerTimeout) as e:
                 self._drop(key)
                 reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
