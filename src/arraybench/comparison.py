@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from arraybench.measurement import FEW_SAMPLES, Replicated
 from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import FAILED, Results, measured
+from arraybench.run_ids import run_id
 from arraybench.units import format_seconds
 
 ALPHA = 0.05  # false discovery rate across all cases compared (Benjamini–Hochberg)
@@ -28,6 +30,124 @@ VERDICTS = (SLOWER, BROKEN, FASTER, SAME, NOISY, NOT_COMPARED)
 # Settings that change what a case's time means. The rest (workloads, backends, sizes...) only
 # choose which cases exist, and the one-side-only lists already show that.
 COMPARABLE_SETTINGS = ("dtype", "threads", "devices", "seed", "timer")
+# A case's earlier runs say something about the spread between runs from two on (one run has
+# no spread); fewer, and the case is compared on its two runs alone.
+MIN_EARLIER_RUNS = 2
+# What marks an interval that carries the spread between runs (RunSpread) in the case table.
+RUN_MARK = "†"
+
+
+@dataclass(frozen=True)
+class RunSpread:
+    """The spread between runs of one machine that the runs' own intervals cannot see.
+
+    A run shares more than its processes do: what else the machine was doing for those
+    minutes, its host's speed state, the build. On the 2-core VM of issue 23 one case's three
+    processes agreed within ±3 % in each of two identical runs, and the runs differed by 30 %.
+    `variance` is τ², the variance of a case's log point estimate from run to run beyond what
+    its processes show; `df` what the estimate is worth (fewer when the runs' cases shift
+    together, see run_spread); `runs` and `cases` what it came from.
+    """
+
+    variance: float
+    df: float
+    runs: int
+    cases: int
+
+    @property
+    def relative(self) -> float:
+        """One standard deviation between runs, as a share of the time (0.07: ±7 %)."""
+        return math.expm1(math.sqrt(self.variance))
+
+    def to_json(self) -> dict[str, float | int | None]:
+        return {"variance": self.variance, "relative": self.relative,
+                "df": self.df if math.isfinite(self.df) else None, "runs": self.runs, "cases": self.cases}
+
+
+def log_point(m: Replicated) -> tuple[float, float, int]:
+    """A run's log point estimate of a case, its squared standard error from the spread of its
+    processes' log medians, and that error's degrees of freedom (R − 1; two processes or more).
+
+    The plain variance over processes, not the bootstrap's: it is unbiased, which the moment
+    estimate of run_spread needs, and a history of hundreds of cases reads in milliseconds."""
+    logs = [math.log(x) for x in m.medians]
+    return statistics.fmean(logs), statistics.variance(logs) / len(logs), len(logs) - 1
+
+
+def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | None:
+    """τ², the variance between runs, from earlier runs of the compared cases: `history` maps a
+    case id to its measurement in each earlier run (by run id).
+
+    Per case c with J_c ≥ MIN_EARLIER_RUNS earlier runs of two processes or more, its runs'
+    log points y_jc vary by a_c = var_j(y_jc), of which their own standard errors se_jc
+    explain their square's mean; τ² = a − b, a the mean of a_c over the cases and b that of
+    se²_jc over every run of every case, floored at 0 (the method of moments of a
+    random-effects model, DerSimonian–Laird's without weights). Pooled over the
+    cases, as pooling.py pools the spread between processes: 2–5 runs say little about one
+    case's τ², and a machine's run-to-run spread is much the same for its cases.
+
+    Its degrees of freedom (Satterthwaite, for a − b): a's count the cases as independent only
+    as far as their runs' shifts are: a shift ρ·τ² that a run's cases share (a slow host for
+    the whole run) is estimated from J − 1 runs however many cases there are, so
+    1/df_a = mean(1/(J_c − 1))/C + (1 − 1/C)·ρ²/(J − 1), ρ from how the cases' deviations
+    from their own means agree within a run. b's df are the processes' (R − 1 each).
+    Returns None when no case has enough earlier runs.
+    """
+    points = {case: {rid: log_point(m) for rid, m in runs.items() if m.processes > 1}
+              for case, runs in history.items()}
+    points = {case: p for case, p in points.items() if len(p) >= MIN_EARLIER_RUNS}
+    if not points:
+        return None
+    run_ids = {rid for p in points.values() for rid in p}
+    cases, runs = len(points), len(run_ids)
+    between = statistics.fmean(statistics.variance([y for y, _, _ in p.values()]) for p in points.values())
+    errors = [(se2, df) for p in points.values() for _, se2, df in p.values()]
+    within = statistics.fmean(se2 for se2, _ in errors)
+    tau2 = between - within
+    if tau2 <= 0:
+        return RunSpread(0.0, math.inf, runs, cases)
+    deviations: dict[str, list[float]] = defaultdict(list)
+    for p in points.values():
+        mean = statistics.fmean(y for y, _, _ in p.values())
+        for rid, (y, _, _) in p.items():
+            deviations[rid].append(y - mean)
+    shared_sq = sum(statistics.fmean(d) ** 2 for d in deviations.values()) / (runs - 1)
+    shared = between if cases == 1 else (cases * shared_sq - between) / (cases - 1)
+    rho = min(1.0, max(0.0, shared / between))
+    df_between = 1 / (statistics.fmean(1 / (len(p) - 1) for p in points.values()) / cases
+                      + (1 - 1 / cases) * rho**2 / (runs - 1))
+    df_within = (within * len(errors)) ** 2 / sum(se2**2 / df for se2, df in errors) if within > 0 else math.inf
+    df = tau2**2 / (between**2 / df_between + within**2 / df_within)
+    return RunSpread(tau2, df, runs, cases)
+
+
+def like_for_like(a: Results, b: Results) -> bool:
+    """Same machine and the same COMPARABLE_SETTINGS: runs whose spread is one machine's."""
+    return (environment.fingerprint(a.environment) == environment.fingerprint(b.environment)
+            and all(a.settings.get(k) == b.settings.get(k) for k in COMPARABLE_SETTINGS))
+
+
+def earlier_measurements(base: Results, new: Results, history: Sequence[Results]) -> dict[str, dict[str, Replicated]]:
+    """Per case id, its measurement in each run of `history` that is like `base` and `new`.
+
+    A run counts when it is neither of the two, ran on their machine with their settings and
+    with the framework versions of one of them: runs between which a framework changed would
+    count a real change as spread. Nothing when base and new are not like for like.
+    """
+    if not like_for_like(base, new):
+        return {}
+    versions = (base.environment.get("versions"), new.environment.get("versions"))
+    compared = {run_id(base.header), run_id(new.header)}
+    out: dict[str, dict[str, Replicated]] = defaultdict(dict)
+    for res in history:
+        rid = run_id(res.header)
+        if rid in compared or not like_for_like(res, base) or res.environment.get("versions") not in versions:
+            continue
+        for rec in res.latest().values():
+            m = measured(rec) if rec.status == "ok" else None
+            if m is not None and m.processes > 1:
+                out[rec.id][rid] = m
+    return dict(out)
 
 
 @dataclass(frozen=True)
@@ -44,6 +164,7 @@ class SampleComparison:
     verdict: str
     q_value: float = math.nan
     processes: tuple[int, int] = (1, 1)
+    run_variance: float = 0.0  # τ² added to each side from earlier runs (RunSpread); 0: none
 
 
 @dataclass(frozen=True)
@@ -70,6 +191,7 @@ class Comparison:
     only_new: list[str]
     differences: list[str]
     threshold: float
+    run_spread: RunSpread | None = None  # from earlier runs of the machine; None: no history
 
     def __repr__(self) -> str:
         """The table `arraybench compare` prints (a notebook shows this, not every record)."""
@@ -104,7 +226,8 @@ def scipy_stats() -> Any:
     return scipy.stats
 
 
-def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, float], float]:
+def ratio_test(base: Replicated, new: Replicated,
+               spread: RunSpread | None = None) -> tuple[float, tuple[float, float], float]:
     """Ratio of the two point estimates, its 95 % interval and a two-sided p-value.
 
     The same model as a case's own interval (measurement.Replicated): each side's log point
@@ -114,20 +237,25 @@ def ratio_test(base: Replicated, new: Replicated) -> tuple[float, tuple[float, f
     process a side and no prior the variation between processes is unknown: the test then uses
     the normal distribution and, like the old Mann–Whitney test on pooled samples, finds
     "changes" that a fresh process would not reproduce (`verdict_note` says so).
+
+    `spread`, the variance between runs of this machine (run_spread), is added to each side
+    (both sides have R ≥ 2 or a prior: see compare_samples); being one estimate used twice, its
+    2τ² enters Welch–Satterthwaite as one term with its own df.
     """
     stats = scipy_stats()
     log_ratio = math.log(new.point / base.point)
     vb, vn = base.log_sd**2, new.log_sd**2
-    if vb + vn == 0:
+    vr, vr_df = (2 * spread.variance, spread.df) if spread is not None else (0.0, math.inf)
+    if vb + vn + vr == 0:
         p = 1.0 if log_ratio == 0 else 0.0
         return math.exp(log_ratio), (math.exp(log_ratio), math.exp(log_ratio)), p
-    se = math.sqrt(vb + vn)
+    se = math.sqrt(vb + vn + vr)
     if min(base.df, new.df) <= 0:
         b, n = base.pooled.samples, new.pooled.samples
         p = 1.0 if len(set(b) | set(n)) == 1 else float(stats.mannwhitneyu(b, n, alternative="two-sided").pvalue)
         df = math.inf
     else:
-        df = (vb + vn) ** 2 / (vb**2 / base.df + vn**2 / new.df)
+        df = (vb + vn + vr) ** 2 / (vb**2 / base.df + vn**2 / new.df + vr**2 / vr_df)
         p = float(2 * stats.t.sf(abs(log_ratio) / se, df))
     half = float(stats.t.ppf(0.975, df)) * se
     return math.exp(log_ratio), (math.exp(log_ratio - half), math.exp(log_ratio + half)), p
@@ -149,10 +277,18 @@ def decide(ratio: float, ci95: tuple[float, float], q: float, threshold: float) 
     return NOISY
 
 
-def compare_samples(base: Replicated, new: Replicated, threshold: float = DEFAULT_THRESHOLD) -> SampleComparison:
-    """One case on its own: its verdict with q = p (no other case to correct for)."""
-    ratio, ci, p = ratio_test(base, new)
-    return SampleComparison(ratio, ci, p, decide(ratio, ci, p, threshold), p, (base.processes, new.processes))
+def compare_samples(base: Replicated, new: Replicated, threshold: float = DEFAULT_THRESHOLD,
+                    spread: RunSpread | None = None) -> SampleComparison:
+    """One case on its own: its verdict with q = p (no other case to correct for).
+
+    `spread` (earlier runs' variance between runs) widens the interval only where both sides
+    know their spread between processes: a side of one process and no prior is tested on its
+    samples (ratio_test), which no run-level term can repair."""
+    if spread is not None and (spread.variance <= 0 or min(base.df, new.df) <= 0):
+        spread = None
+    ratio, ci, p = ratio_test(base, new, spread)
+    return SampleComparison(ratio, ci, p, decide(ratio, ci, p, threshold), p, (base.processes, new.processes),
+                            spread.variance if spread is not None else 0.0)
 
 
 def adjust(results: list[SampleComparison], threshold: float) -> list[SampleComparison]:
@@ -165,8 +301,8 @@ def adjust(results: list[SampleComparison], threshold: float) -> list[SampleComp
     if not results:
         return []
     qs = scipy_stats().false_discovery_control([r.p_value for r in results], method="bh")
-    return [SampleComparison(r.ratio, r.ci95, r.p_value, decide(r.ratio, r.ci95, float(q), threshold), float(q),
-                             r.processes) for r, q in zip(results, qs, strict=True)]
+    return [dataclasses.replace(r, verdict=decide(r.ratio, r.ci95, float(q), threshold), q_value=float(q))
+            for r, q in zip(results, qs, strict=True)]
 
 
 def match_key(r: CaseRecord) -> tuple:
@@ -187,9 +323,10 @@ def row_label(r: CaseRecord) -> str:
 
 
 def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
-                  runs: tuple[Results, Results] | None = None) -> CaseComparison:
+                  runs: tuple[Results, Results] | None = None, spread: RunSpread | None = None) -> CaseComparison:
     """One case, before the correction across cases (`compare` applies it). `runs` are the two
-    runs the records come from, whose priors pool the spread between processes (results.analysed)."""
+    runs the records come from, whose priors pool the spread between processes (results.analysed);
+    `spread` the variance between earlier runs of this case's machine (None: no history)."""
     label, row = case_label(new), row_label(new)
     if base.status == "ok" and new.status == "ok":
         if runs is None:
@@ -198,7 +335,7 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
             b, n = measured(base, runs[0].prior), measured(new, runs[1].prior)
         if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
-        result = compare_samples(b, n, threshold)
+        result = compare_samples(b, n, threshold, spread)
         return CaseComparison(label, row, base, new, result, result.verdict, "")
     if base.status == "ok" and new.status in FAILED:
         return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new.status}: {new.error}")
@@ -265,11 +402,21 @@ def environment_differences(base: Results, new: Results) -> list[str]:
 
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
-            names: tuple[str, str] = ("base", "new")) -> Comparison:
+            names: tuple[str, str] = ("base", "new"), history: Sequence[Results] = ()) -> Comparison:
+    """Every case both runs measured, with its verdict after the correction across cases.
+
+    `history`: earlier runs (a store's, Store.runs_on) from which the spread between runs of
+    this machine is estimated (run_spread) and added to the intervals of the cases that have
+    MIN_EARLIER_RUNS of them; without, each case is judged on its two runs alone.
+    """
     b = {match_key(r): r for r in base.latest().values()}
     n = {match_key(r): r for r in new.latest().values()}
     both = sorted(b.keys() & n.keys())
-    cases = [compare_cases(b[k], n[k], threshold, (base, new)) for k in both]
+    earlier = earlier_measurements(base, new, history)
+    earlier = {b[k].id: earlier[b[k].id] for k in both if len(earlier.get(b[k].id, {})) >= MIN_EARLIER_RUNS}
+    spread = run_spread(earlier)
+    cases = [compare_cases(b[k], n[k], threshold, (base, new), spread if b[k].id in earlier else None)
+             for k in both]
     tested = [c for c in cases if c.result is not None]
     adjusted = iter(adjust([c.result for c in tested], threshold))  # type: ignore[misc]
     cases = [c if c.result is None else
@@ -284,6 +431,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         only_new=sorted(f"{case_label(n[k])} {row_label(n[k])}" for k in n.keys() - b.keys()),
         differences=environment_differences(base, new),
         threshold=threshold,
+        run_spread=spread,
     )
 
 
@@ -310,8 +458,9 @@ def _case_rows(cmp: Comparison) -> list[list[str]]:
             rows.append([c.label, c.row, _median(c.base), _median(c.new), "", "", f"{c.verdict}: {c.note}"])
             continue
         lo, hi = c.result.ci95
+        mark = RUN_MARK if c.result.run_variance > 0 else ""
         rows.append([c.label, c.row, _median(c.base), _median(c.new),
-                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]", f"{c.result.q_value:.2g}",
+                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]{mark}", f"{c.result.q_value:.2g}",
                      f"{c.verdict} ({c.note})" if c.note else c.verdict])
     return rows
 
@@ -331,6 +480,19 @@ def summary(cmp: Comparison) -> str:
             + f"; threshold {100 * cmp.threshold:g}%, false discovery rate {100 * ALPHA:g}% (Benjamini–Hochberg)")
 
 
+def history_line(cmp: Comparison) -> str | None:
+    """What the earlier runs of this machine added to the intervals; None without history."""
+    spread = cmp.run_spread
+    if spread is None:
+        return None
+    source = f"{spread.runs} earlier runs of this machine ({spread.cases} cases)"
+    if spread.variance <= 0:
+        return f"Run-to-run spread: none beyond the processes' own in {source}; nothing added to the intervals."
+    applied = sum(c.result is not None and c.result.run_variance > 0 for c in cmp.cases)
+    return (f"{RUN_MARK} Run-to-run spread ±{100 * spread.relative:.1f}% ({spread.df:.0f} df) from {source}: "
+            f"added to both sides of the {applied} intervals so marked (--no-history leaves it out).")
+
+
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows])
@@ -341,6 +503,9 @@ def render(cmp: Comparison, note: str | None, markdown: bool = False,
     """The comparison for a terminal (`table` draws its tables), or as Markdown for a pull request."""
     table = _md_table if markdown else table
     blocks = ["## arraybench compare", summary(cmp)] if markdown else [summary(cmp)]
+    history = history_line(cmp)
+    if history:
+        blocks.append(history)
     if note:
         diffs = [f"> - `{d}`" if markdown else f"  {d}" for d in cmp.differences]
         blocks.append("\n".join([f"> **{note}**\n>" if markdown else note, *diffs]))
@@ -363,7 +528,8 @@ def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
              "base_median_s": c.base.median_s, "new_median_s": c.new.median_s,
              "ratio": c.result.ratio if c.result else None,
              "ci95_low": c.result.ci95[0] if c.result else None, "ci95_high": c.result.ci95[1] if c.result else None,
-             "p_value": c.result.p_value if c.result else None, "verdict": c.verdict, "note": c.note}
+             "p_value": c.result.p_value if c.result else None, "verdict": c.verdict, "note": c.note,
+             "run_variance": c.result.run_variance if c.result else None}
             for c in cmp.cases]
 
 
@@ -374,6 +540,7 @@ def render_as(cmp: Comparison, note: str | None, fmt: str,
         return formats.json_text({
             "base": cmp.base_name, "new": cmp.new_name, "threshold": cmp.threshold, "note": note,
             "differences": cmp.differences, "counts": cmp.counts(), "cases": case_rows(cmp),
+            "run_spread": cmp.run_spread.to_json() if cmp.run_spread else None,
             "geometric_means": [{"row": row, "ratio": g, "cases": k} for row, g, k in cmp.geometric_means()],
             "only_base": cmp.only_base, "only_new": cmp.only_new,
         })

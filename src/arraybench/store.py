@@ -7,7 +7,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,15 +234,39 @@ class Store:
         rid = self.resolve(ref)
         env, settings, rest = self.conn.execute(
             "SELECT environment, settings, header FROM runs WHERE id = ?", (rid,)).fetchone()
-        header = {"type": "header", **json.loads(rest), "settings": json.loads(settings),
-                  "environment": json.loads(env)}
+        header = _header(env, settings, rest)
+        records, prior, full_speed = analysed(self._records(rid, header))
+        return Results(header=header, records=records, prior=prior, full_speed_s=full_speed)
+
+    def runs_on(self, machine: str, case_ids: Collection[str]) -> list[Results]:
+        """Every stored run on `machine` (environment.fingerprint), oldest first, holding only its
+        records of `case_ids`: what compare reads for the spread between runs of a machine.
+
+        The records are as stored, not analysed: a few cases of a run cannot fit its prior, and
+        reading every case of every run would cost compare seconds per run.
+        """
+        wanted = set(case_ids)
+        out = []
+        for rid, env, settings, rest in self.conn.execute(
+                "SELECT id, environment, settings, header FROM runs WHERE machine = ? ORDER BY started, rowid",
+                (machine,)).fetchall():
+            header = _header(env, settings, rest)
+            out.append(Results(header=header, records=self._records(rid, header, wanted)))
+        return out
+
+    def _records(self, rid: str, header: dict[str, Any], case_ids: Collection[str] | None = None) -> list[CaseRecord]:
+        """A run's records in the order stored; only those of `case_ids` when given."""
         # A record is stored as its results file held it: a run's older records in its header's
         # schema (a resumed run's newer ones in the current one), upgraded here as a file is.
         schema = header.get("schema", RESULTS_SCHEMA)
-        records = [CaseRecord.from_json(upgrade(json.loads(r[0]), schema)) for r in self.conn.execute(
-            "SELECT record FROM cases WHERE run_id = ? ORDER BY rowid", (rid,))]
-        records, prior, full_speed = analysed(records)
-        return Results(header=header, records=records, prior=prior, full_speed_s=full_speed)
+        return [CaseRecord.from_json(upgrade(json.loads(record), schema)) for case_id, record in self.conn.execute(
+            "SELECT case_id, record FROM cases WHERE run_id = ? ORDER BY rowid", (rid,))
+            if case_ids is None or case_id in case_ids]
+
+
+def _header(env: str, settings: str, rest: str) -> dict[str, Any]:
+    """A run's results-file header from the runs table's columns."""
+    return {"type": "header", **json.loads(rest), "settings": json.loads(settings), "environment": json.loads(env)}
 
 
 def _dumps(obj: Any) -> str:

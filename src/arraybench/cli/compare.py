@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arraybench import environment
 from arraybench.cli.exits import EXIT_FAILED_CASES, EXIT_OK
 from arraybench.cli.options import add_format_option, percent
 from arraybench.cli.store import add_store_option, load_all
@@ -14,6 +15,7 @@ from arraybench.comparison import DEFAULT_THRESHOLD, compare, headline, render, 
 from arraybench.errors import UsageError
 from arraybench.results import Results
 from arraybench.run_ids import run_id
+from arraybench.store import Store
 from arraybench.terminal import table_renderer
 
 
@@ -29,13 +31,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--markdown", action="store_const", dest="format", const="markdown",
                    help="same as --format markdown (for a pull-request comment)")
     p.add_argument("-o", "--output", metavar="FILE.md", help="also write the Markdown to FILE.md")
-    add_store_option(p, "results store for run ids")
+    add_store_option(p, "results store for run ids and earlier runs")
+    p.add_argument("--no-history", action="store_true",
+                   help="leave out the spread between earlier runs of this machine in the store "
+                        "(by default added to the intervals of cases with 2 or more earlier runs)")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     sides = load_all([args.base, args.new], args.store)
     names = (_name(args.base, sides[0]), _name(args.new, sides[1]))
-    cmp = compare(sides[0], sides[1], threshold=args.threshold, names=names)
+    history = [] if args.no_history else earlier_runs(args.store, sides)
+    cmp = compare(sides[0], sides[1], threshold=args.threshold, names=names, history=history)
     note = headline(*sides)
     print(render_as(cmp, note, args.format, table_renderer(sys.stdout)), end="")
     if args.output:
@@ -55,6 +61,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 print(f"  {c.label} {c.row}: {what}", file=sys.stderr)
             return EXIT_FAILED_CASES
     return EXIT_OK
+
+
+def earlier_runs(store: str, sides: list[Results]) -> list[Results]:
+    """The store's runs on the base's machine, with their records of the compared cases; none
+    when there is no store (compare never creates one)."""
+    if not Path(store).exists():
+        return []
+    with Store(store, create=False) as st:
+        return st.runs_on(environment.fingerprint(sides[0].environment), {r.id for res in sides for r in res.records})
 
 
 def _name(ref: str, res: Results) -> str:
