@@ -1,5 +1,6 @@
 """What one case leaves behind must not change the next, and timed paths pay only for the work."""
 
+import sys
 from types import SimpleNamespace
 
 from arraybench.backends.numpy_backend import NumpyBackend
@@ -36,10 +37,14 @@ def test_each_case_starts_clean_so_its_peak_memory_is_its_own():
     assert [r["peak_memory_bytes"] for r in recs] == [1, 1]  # not 1, then 2: the peak since the worker began
 
 
-def test_torch_forgets_dynamo_state_between_cases():
+def test_torch_forgets_dynamo_state_between_cases_once_something_compiled(monkeypatch):
     resets = []
     be = TorchBackend(1, "float32", "cpu")
     be.torch = SimpleNamespace(_dynamo=SimpleNamespace(reset=lambda: resets.append(1)))
+    monkeypatch.delitem(sys.modules, "torch._dynamo", raising=False)
+    be.start_case()  # an eager-only worker: importing dynamo to reset it would cost ~1 s
+    assert resets == []
+    monkeypatch.setitem(sys.modules, "torch._dynamo", be.torch._dynamo)
     be.start_case()
     assert resets == [1]
 

@@ -71,15 +71,28 @@ def test_sync_overhead_raises_the_loop_count(fake_clock):
     assert t.measurement.loops == 4
 
 
-@pytest.mark.parametrize("processes, samples", [(1, 3), (2, 2), (3, 1)])
-def test_max_time_stops_slow_cases_after_three_samples_over_the_processes(fake_clock, processes, samples):
+def test_a_long_call_gets_five_samples_past_max_time_or_stops_at_the_budget_and_says_so(fake_clock):
     fn, _ = make_fn(fake_clock, [2.0])
-    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=5.0, processes=processes)
+    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=1.0, budget_time=100.0)
     t = Timer(fn, (), config=cfg, clock=fake_clock).run()
-    assert t.measurement.n == max(samples, 3)  # 5 s of 2 s calls: 3 samples are taken anyway
-    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=1.0, processes=processes)
-    assert Timer(fn, (), config=cfg, clock=fake_clock).run().measurement.n == samples
+    assert t.measurement.n == 5 and t.stop == "max_time"  # 2 s calls: max_time alone would stop at one
     assert t.warmup_calls == 1
+    cfg = TimerConfig(warmup_time=0.0, min_time=100.0, min_samples=50, max_time=1.0, budget_time=5.0)
+    short = Timer(fn, (), config=cfg, clock=fake_clock).run()
+    assert short.measurement.n == 3 and short.stop == "budget"  # 3 × 2 s reach the 5 s budget
+
+
+def test_a_process_whose_samples_split_into_two_modes_reports_a_mode_never_their_average():
+    from arraybench.measurement import Measurement
+
+    two = Measurement((0.381, 0.820))
+    assert two.bimodal and two.median == 0.381  # a tie: the faster mode
+    five = Measurement((0.381, 0.385, 0.820, 0.388, 0.825))
+    assert five.bimodal and five.median == 0.385
+    assert any("two modes" in w for w in five.warnings)
+    one_outlier = Measurement((0.100, 0.101, 0.102, 0.103, 0.140))
+    assert not one_outlier.bimodal and one_outlier.median == 0.102
+    assert not Measurement((0.100, 0.110, 0.120)).bimodal
 
 
 def test_max_samples_caps_the_run(fake_clock):

@@ -33,10 +33,12 @@ clock's; intervals carry the host's spread instead (pooling.py narrows them hone
 
 from __future__ import annotations
 
+import glob
 import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 REFERENCE_LOOP = 200  # iterations of the reference kernel's loop: ~8–15 µs a call on the VMs above
 # Before timing, the kernel runs untimed this long: the reference is timed right after a sample's
@@ -69,6 +71,51 @@ def measure_reference(clock: Callable[[], float] = time.perf_counter,
             kernel()
         best = min(best, clock() - t0)
     return best / REFERENCE_CALLS
+
+
+# The memory reference: a copy between two buffers as large as the last-level cache each, so it
+# streams from and to DRAM (~5 ms at 13 GB/s). Measured on the 2-core EPYC VM: another process
+# streaming memory on the other vCPU made this copy 2.3× slower while the CPU-bound loop above
+# read 1.00× and a DRAM latency probe (random cache-line reads) 1.02–1.05×; that probe also read
+# 16–209 µs depending on the case timed before it. Too dear for every sample, it is timed once
+# before a process's samples and once after (CaseExecutor), which spells of seconds do not miss.
+MIN_MEMORY_BYTES = 32 * 2**20
+_memory: list[Any] = []  # the two buffers, made at the first call
+
+
+def last_level_cache_bytes() -> int | None:
+    """The largest CPU cache of cpu0 (Linux sysfs), or None where it cannot be read."""
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20}.get(text[-1:], 1)
+        digits = text.rstrip("KM")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
+def memory_kernel() -> None:
+    """One copy between two buffers of max(last-level cache, MIN_MEMORY_BYTES) each (made once)."""
+    if not _memory:
+        import numpy as np
+
+        size = max(last_level_cache_bytes() or 0, MIN_MEMORY_BYTES)
+        _memory.extend([np.ones(size // 8), np.zeros(size // 8)])
+    _memory[1][...] = _memory[0]
+
+
+def measure_memory_reference(clock: Callable[[], float] = time.perf_counter,
+                             kernel: Callable[[], object] = memory_kernel) -> float:
+    """Seconds one memory_kernel call takes now (its buffers are made and touched before the clock starts)."""
+    if kernel is memory_kernel and not _memory:
+        kernel()
+    t0 = clock()
+    kernel()
+    return clock() - t0
 
 
 def nominal(refs: Sequence[float]) -> float | None:

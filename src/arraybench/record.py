@@ -60,7 +60,13 @@ class ProcessRecord:
     median_s: float | None = described("s", "this process's median per-call time")
     half_width: float | None = described("ratio", "its median's 95 % interval, relative")
     stop: str | None = described("", "why sampling stopped: `target` (the interval reached ±`target_half_width`), "
-                                  "`max_time` or `max_samples`")
+                                  "`max_time` or `max_samples`; `budget`: a long call stopped at `budget_time` "
+                                  "with fewer than `min_samples_at_cap` samples (the shortfall is in `n_samples`)")
+    bimodal: bool | None = described("", "its samples split into two modes more than 25 % apart; its median is "
+                                        "the larger mode's (the faster on a tie), not a value between them")
+    layout: dict[str, Any] | None = described("", "where this process placed the case's inputs: `input_offsets` "
+                                                 "(bytes past a page boundary, one per input), and the worker's "
+                                                 "`heap_pad_bytes` and `env_pad_bytes`; `null` under `--fixed-layout`")
     warmup_calls: int | None = described("calls", "calls made to warm up before sampling")
     overhead_s: float | None = described("s", "the clock+sync cost of one sample, measured before timing")
     first_call_s: float | None = described("s", "its first call, timed alone")
@@ -147,6 +153,10 @@ class CaseRecord(Mapping[str, Any]):
              "geometric mean of its timings just before and just after the sample), which tells how fast the host ran "
              "then (hostspeed.py); a diagnostic, not used to correct the samples; `null` where a case was measured "
              "without it")
+    memory_ref_s: tuple[float, ...] | None = described(
+        "s", "a copy between two buffers as large as the last-level cache (hostspeed.measure_memory_reference), "
+             "timed before each process's samples and after them (two per process, in order): whether the "
+             "memory system was contended then, which the CPU-bound `host_ref_s` cannot see")
     median_s: float | None = described("s", "one process: the median of its samples; a case: the geometric mean of "
                                          "its processes' medians (each process weighs the same)")
     ci95_s: tuple[float, float] | None = described(
@@ -170,7 +180,12 @@ class CaseRecord(Mapping[str, Any]):
     # One process's timer details (on a case line: in `replicates`).
     loops: int | None = described("calls", "calls per sample", scope=PROCESS)
     half_width: float | None = described("ratio", "the median's 95 % interval, relative", scope=PROCESS)
-    stop: str | None = described("", "why sampling stopped: `target`, `max_time` or `max_samples`", scope=PROCESS)
+    stop: str | None = described("", "why sampling stopped: `target`, `max_time`, `max_samples` or `budget` "
+                                  "(fewer samples than `min_samples_at_cap`)", scope=PROCESS)
+    bimodal: bool | None = described("", "the process's samples split into two modes (its median is one mode's)",
+                                     scope=PROCESS)
+    layout: dict[str, Any] | None = described("", "where the process placed the inputs (offsets within a page) and "
+                                                 "its heap and environment pads", scope=PROCESS)
     warmup_calls: int | None = described("calls", "calls made to warm up", scope=PROCESS)
     overhead_s: float | None = described("s", "clock+sync cost of one sample", scope=PROCESS)
     # Where one process spent its time (on a case line: in `replicates`; `wall_s` summed).

@@ -80,6 +80,8 @@ class RunSettings:
     full_check: bool = False
     # Bytes the run's cache of inputs and references may hold (casecache.py).
     cache_limit: int = DEFAULT_CACHE_LIMIT
+    # One memory layout for every process: intervals then leave out what layout moves (parent.RunConfig).
+    fixed_layout: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -147,6 +149,7 @@ def run_settings(
     refine: int | None = None,
     full_check: bool = False,
     cache_limit: int | None = None,
+    fixed_layout: bool = False,
 ) -> RunSettings:
     """The settings of a run, from plain values: `arraybench run` and `arraybench.run()` both call this.
 
@@ -180,4 +183,5 @@ def run_settings(
         refine=defaults.refine if refine is None else refine,
         full_check=full_check,
         cache_limit=defaults.cache_limit if cache_limit is None else cache_limit,
+        fixed_layout=fixed_layout,
     )

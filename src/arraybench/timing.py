@@ -38,19 +38,16 @@ class TimerConfig:
     min_samples: int = 10  # ...and this many samples (with fewer, the median's interval is the whole range)
     target_half_width: float = 0.02  # ...then stop once the median's 95 % interval is this narrow
     max_samples: int = 1000
-    max_time: float = 1.0  # stop here (with samples_at_cap samples) even if the target is not met
+    max_time: float = 1.0  # stop here (with min_samples_at_cap samples) even if the target is not met
     # Worker processes each case is measured in, one after another (the Runner's business, kept
     # here so that it is stored, resumed and compared with the rest of how a case is sampled).
     processes: int = 3
-
-    @property
-    def samples_at_cap(self) -> int:
-        """Samples a process takes at least, even past max_time: 3 over the case's processes.
-
-        A 4 s call then costs one sample in each of 3 processes, not three in each; the spread
-        between processes, which the interval needs, is what the third process brings.
-        """
-        return max(1, math.ceil(3 / max(1, self.processes)))
+    # Samples a process takes at least, even past max_time: with one or two, a 0.5 s call that ran
+    # 381 ms once and 820 ms once reported their average, 600 ms, beside another process's 388 ms;
+    # with five the median is one of the modes, and a split into two modes can be seen.
+    min_samples_at_cap: int = 5
+    # ...unless sampling has lasted this long (a 4 s call): it stops short, and says so (stop `budget`).
+    budget_time: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -63,7 +60,7 @@ class Timing:
     overhead_s: float
     last_output: Any
     latency_s: float | None = None  # one call + sync alone, median of a few (pipelined timers only)
-    stop: str = "target"  # why sampling stopped: target, max_samples or max_time
+    stop: str = "target"  # why sampling stopped: target, max_samples, max_time or budget
     minor_faults_per_call: float | None = None  # during the timed samples
     host_ref_s: tuple[float, ...] | None = None  # the host's reference kernel beside each sample (hostspeed.py)
 
@@ -230,8 +227,11 @@ class Timer:
             if len(samples) >= cfg.max_samples:
                 stop = "max_samples"
                 break
-            if spent >= cfg.max_time and len(samples) >= cfg.samples_at_cap:
+            if spent >= cfg.max_time and len(samples) >= cfg.min_samples_at_cap:
                 stop = "max_time"
+                break
+            if spent >= cfg.budget_time:  # fewer than min_samples_at_cap: the record says so
+                stop = "budget"
                 break
         faults_per_call = (self.faults() - faults0) / (len(samples) * loops)
         return samples, stop, faults_per_call, out, tuple(refs) if reference is not None else None

@@ -95,6 +95,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--full-check", action="store_true",
                      help="check every output element against the float64 reference, even where a cheaper "
                           "check applies (matmul from n = 512: Freivalds' test, O(n²) instead of O(n³))")
+    run.add_argument("--fixed-layout", action="store_true",
+                     help="one memory layout for every process: no random input offsets or heap and environment "
+                          "pads (the intervals then leave out what layout moves; the report says so)")
     run.add_argument("--cache-limit", type=memory_size,
                      help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
                           "until it completes (default 2G)")
@@ -145,6 +148,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         refine=args.refine,
         full_check=args.full_check,
         cache_limit=args.cache_limit,
+        fixed_layout=args.fixed_layout,
     )
 
 

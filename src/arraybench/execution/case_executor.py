@@ -17,11 +17,22 @@ from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
 from arraybench.casecache import CaseCache, Entry
 from arraybench.compilecache import entries, first_call_state, uses_compile_cache
-from arraybench.hostspeed import measure_reference
+from arraybench.hostspeed import measure_memory_reference, measure_reference
 from arraybench.record import CaseRecord, stats_fields
 from arraybench.timing import Timer, TimerConfig
 from arraybench.workloads import resolve_workload
 from arraybench.workloads.base import Tolerance, Workload, leaves
+
+PAGE, LINE = 4096, 64
+
+
+def placed(a: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of `a` in fresh memory of its own, its first byte `offset` bytes past a page boundary."""
+    buf = np.empty(a.nbytes + 2 * PAGE, dtype=np.uint8)
+    start = (-buf.ctypes.data) % PAGE + offset
+    out = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
 
 
 def input_seed(run_seed: int, case: Case) -> int:
@@ -77,12 +88,17 @@ class CaseExecutor:
 
     `full_check`: check every case against the full reference, even where its workload has a
     cheaper sketch (`--full-check`). `compile_cache`: this backend's persistent compile cache in the
-    run's cache (compilecache.py), whose growth during the first call says cold or warm.
+    run's cache (compilecache.py), whose growth during the first call says cold or warm. `layout`:
+    the heap and environment pads of this worker; with it, each case's inputs are placed at random
+    page offsets (`inputs`); None under `--fixed-layout`.
     """
 
     def __init__(self, backend: Backend, cache: CaseCache | None = None, full_check: bool = False,
-                 compile_cache: Path | None = None) -> None:
+                 compile_cache: Path | None = None, layout: dict[str, Any] | None = None) -> None:
         self.backend = backend
+        # The worker's layout (child.perturb_layout); None: one fixed layout, inputs where NumPy puts them.
+        self.layout = layout
+        self.layout_rng = np.random.default_rng() if layout is not None else None
         self.cache = cache or CaseCache(None)
         self.full_check = full_check
         self.compile_cache = compile_cache
@@ -101,18 +117,26 @@ class CaseExecutor:
         out.update(cold_samples_s=tuple(cold), cold_median_s=cold[len(cold) // 2], cold_method=be.cold_method)
         return out
 
-    def inputs(self, wl: Workload, case: Case, seed: int) -> tuple[tuple, Entry]:
-        """The case's host inputs, in memory of this process's own, and the cache entry they came from.
+    def inputs(self, wl: Workload, case: Case, seed: int) -> tuple[tuple, Entry, list[int] | None]:
+        """The case's host inputs, in memory of this process's own, the cache entry they came from,
+        and the page offsets they were placed at (None: one fixed layout).
 
         Made once per run (the first process to need them writes them to the cache); a process
         that reads them copies them out of the mapped file, so every backend times inputs in
-        ordinary anonymous memory, writable, as it would had it made them.
+        ordinary anonymous memory, writable, as it would had it made them. Each copy starts at a
+        random multiple of 64 bytes past a page boundary (Stabilizer's idea): where arrays sit
+        relative to pages moves a kernel's time (4K aliasing between inputs and output), and a
+        layout fixed for a whole run moves all its processes together, which no interval sees.
         """
         entry = self.cache.get(cache_name("in", case, seed), lambda: (
             {str(i): a for i, a in enumerate(wl.host_inputs(seed, case.dtype, case.params_dict))}, {}))
         ordered = [entry.arrays[k] for k in sorted(entry.arrays, key=int)]
-        host = tuple(ordered if entry.made else (np.array(a) for a in ordered))
-        return host, entry
+        if self.layout_rng is None:
+            return tuple(ordered if entry.made else (np.array(a) for a in ordered)), entry, None
+        offsets = [int(self.layout_rng.integers(0, PAGE // LINE)) * LINE for _ in ordered]
+        host = tuple(placed(a, off) if isinstance(a, np.ndarray) and not a.dtype.hasobject else a
+                     for a, off in zip(ordered, offsets, strict=True))
+        return host, entry, offsets
 
     def expected(self, wl: Workload, case: Case, seed: int, host: tuple) -> Expected:
         """The float64 reference and its calibrated tolerance, or the workload's sketch where the full
@@ -166,9 +190,11 @@ class CaseExecutor:
         seed = input_seed(run_seed, case)
         be.start_case()  # no peak memory or compiler state of an earlier case in this worker
         t0 = time.perf_counter()
-        host, entry = self.inputs(wl, case, seed)
+        host, entry, offsets = self.inputs(wl, case, seed)
         got["inputs_s"] = time.perf_counter() - t0
         got["inputs_source"] = "made" if entry.made else "cache"
+        if offsets is not None:
+            got["layout"] = {"input_offsets": offsets, **(self.layout or {})}
         t0 = time.perf_counter()
         expected = self.expected(wl, case, seed, host)
         got["reference_s"] = time.perf_counter() - t0
@@ -198,8 +224,10 @@ class CaseExecutor:
             cc = self.compile_cache if uses_compile_cache(be.name, case.mode) else None
             before = entries(cc) if cc is not None else 0
             t0 = time.perf_counter()
+            memory_before = measure_memory_reference()
             timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
                            reference=measure_reference).run()
+            got["memory_ref_s"] = (memory_before, measure_memory_reference())
             got["timer_s"] = time.perf_counter() - t0
             # Warm-up and samples reuse the first call's shapes: any new entry is the first call's.
             got["first_call_cache"] = first_call_state(before, entries(cc) if cc is not None else 0, cc is not None)
@@ -231,6 +259,7 @@ class CaseExecutor:
             first_call_s=timing.first_call_s,
             samples_s=tuple(m.samples),
             host_ref_s=timing.host_ref_s,
+            bimodal=m.bimodal,
             loops=m.loops,
             half_width=m.half_width,
             stop=timing.stop,

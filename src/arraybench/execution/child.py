@@ -12,6 +12,7 @@ import argparse
 import ctypes
 import faulthandler
 import os
+import secrets
 import signal
 import sys
 import time
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from arraybench.compilecache import backend_dir, compile_cache_env, compile_dir
 from arraybench.execution import protocol
-from arraybench.execution.protocol import ReadyReply, RecordReply, Reply, UnavailableReply
+from arraybench.execution.protocol import LAYOUT_PAD_VAR, ReadyReply, RecordReply, Reply, UnavailableReply
 from arraybench.limits import apply_memory_limit
 from arraybench.units import format_size
 
@@ -108,6 +109,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cache", help="the run's cache directory: inputs and references shared by its workers")
     p.add_argument("--cache-limit", type=int, help="bytes of inputs and references in it (default: casecache's)")
     p.add_argument("--full-check", action="store_true", help="check against the full reference, never a sketch")
+    p.add_argument("--fixed-layout", action="store_true",
+                   help="no random heap pad or input offsets (perturb_layout): one layout for every process")
     p.add_argument("--floors", action="store_true", help="measure the backend's empty call (floors.py) once loaded")
     return p.parse_args(argv)
 
@@ -136,6 +139,28 @@ def set_up(args: argparse.Namespace) -> tuple[Callable[[Reply], None], str]:
     return send, allocator
 
 
+def perturb_layout() -> dict[str, int]:
+    """Give this worker a heap history of its own, before the framework is imported; say what was done.
+
+    A block of random size (0-1 MiB in 64-byte steps) is allocated and kept, so every later heap
+    allocation of the process (the framework's, the kernels' temporaries and outputs) lands at
+    another address than in the worker before it; the parent's random environment pad
+    (ARRAYBENCH_LAYOUT_PAD) has already moved the stack. Mytkowicz et al. (ASPLOS 2009) measured
+    both moving a program's time; Stabilizer (Curtsinger and Berger, ASPLOS 2013) randomizes
+    layout so that the effect becomes noise statistics can see. Here it varies between processes,
+    which the case's interval sees, instead of between runs, which it does not.
+    """
+    pad = 64 * secrets.randbelow(1 << 14)
+    if pad and sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        _KEPT.append(libc.malloc(pad))
+    return {"heap_pad_bytes": pad, "env_pad_bytes": len(os.environ.get(LAYOUT_PAD_VAR, ""))}
+
+
+_KEPT: list[int] = []  # the heap pad, never freed
+
+
 def main(argv: list[str] | None = None) -> int:
     # What the worker's start cost, phase by phase, in the ready info: a run pays it once per
     # configuration and round, before any case.
@@ -143,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
     send, allocator = set_up(args)
+    layout = None if args.fixed_layout else perturb_layout()
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class
@@ -174,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     send(ReadyReply(info))
     cache = CaseCache(cases_dir(Path(args.cache)) if args.cache else None, args.cache_limit or DEFAULT_LIMIT)
     compiled = backend_dir(args.backend, compile_dir(Path(args.cache))) if args.cache else None
-    serve(CaseExecutor(be, cache, args.full_check, compiled), info, args.memory_limit, send)
+    serve(CaseExecutor(be, cache, args.full_check, compiled, layout), info, args.memory_limit, send)
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import secrets
 import select
 import signal
 import socket
@@ -28,7 +29,7 @@ from arraybench.case import Case
 from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.execution import protocol
 from arraybench.execution.case_executor import blank_record
-from arraybench.execution.protocol import CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
+from arraybench.execution.protocol import LAYOUT_PAD_VAR, CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
 from arraybench.record import CaseRecord, ProcessRecord, stats_fields
 from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
@@ -57,12 +58,20 @@ class RunConfig:
     cache_dir: Path | None = None
     cache_limit: int = DEFAULT_CACHE_LIMIT  # bytes of inputs and references in it
     full_check: bool = False  # every case against its full reference, no sketch (--full-check)
+    # One memory layout for every process (--fixed-layout): no random heap and environment pads, no
+    # random input offsets; the intervals then do not include what layout moves.
+    fixed_layout: bool = False
 
 
-def worker_env(case: Case) -> dict[str, str]:
-    """The worker's environment: ours, plus the backend's settings, plus our own import path."""
+def worker_env(case: Case, fixed_layout: bool = False) -> dict[str, str]:
+    """The worker's environment: ours, plus the backend's settings, plus our own import path, plus
+    (unless `fixed_layout`) a pad of random length, 0-4095 bytes, that moves the worker's stack
+    (the environment sits above it), as Mytkowicz et al. found an environment's size to move times."""
     be = backend_class(case.backend)(case.threads, case.dtype, case.device)
-    return child_env({**be.env(), "PYTHONUNBUFFERED": "1"})
+    env = child_env({**be.env(), "PYTHONUNBUFFERED": "1", LAYOUT_PAD_VAR: "x" * secrets.randbelow(4096)})
+    if fixed_layout:
+        del env[LAYOUT_PAD_VAR]
+    return env
 
 
 def signal_name(returncode: int | None) -> str:
@@ -106,12 +115,14 @@ class Worker:
             cmd += ["--cache", str(config.cache_dir), "--cache-limit", str(config.cache_limit)]
         if config.full_check:
             cmd += ["--full-check"]
+        if config.fixed_layout:
+            cmd += ["--fixed-layout"]
         if floors:
             cmd += ["--floors"]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            env=worker_env(case), start_new_session=True,
+            env=worker_env(case, config.fixed_layout), start_new_session=True,
         )
         self._buf = b""
         self.info: dict[str, Any] | None = None
@@ -252,7 +263,7 @@ MEDIAN_OVER_PROCESSES = ("transfer_s", "to_host_s", "build_s", "latency_s",
                          "minor_faults_per_call", "overhead_s")
 # A process's own figures that have no meaning over processes: only in `replicates` on a case line.
 ONLY_PER_PROCESS = ("loops", "half_width", "stop", "warmup_calls", "inputs_s", "reference_s", "timer_s", "check_s",
-                    "startup_s", "inputs_source", "reference_source", "first_call_cache")
+                    "startup_s", "inputs_source", "reference_source", "first_call_cache", "bimodal", "layout")
 
 
 def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
@@ -271,6 +282,8 @@ def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
         "samples_s": tuple(x for r in timed for x in r.samples_s),
         "host_ref_s": (tuple(x for r in timed for x in r.host_ref_s or ())
                        if all(r.host_ref_s for r in timed) else None),
+        "memory_ref_s": (tuple(x for r in timed for x in r.memory_ref_s or ())
+                         if all(r.memory_ref_s for r in timed) else None),
         "replicates": tuple(ProcessRecord.of(r) for r in timed),
         **{k: None for k in ONLY_PER_PROCESS},
     }

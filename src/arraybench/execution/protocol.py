@@ -16,6 +16,10 @@ from arraybench.case import Case
 from arraybench.record import CaseRecord
 from arraybench.timing import TimerConfig
 
+# The environment variable of random length the parent gives each worker (unless --fixed-layout):
+# it moves the worker's stack; the worker records its length with its layout.
+LAYOUT_PAD_VAR = "ARRAYBENCH_LAYOUT_PAD"
+
 
 class ProtocolError(Exception):
     """A line that is no message of this protocol, or a message where another was due."""

@@ -35,7 +35,8 @@ def cache_dir(out_dir: Path) -> Path:
 def run_config(settings: RunSettings, out_dir: Path) -> RunConfig:
     """What the run's children are started and asked with; their logs and shared cache in `out_dir`."""
     return RunConfig(settings.timer, settings.seed, settings.timeout, out_dir / "logs", settings.memory_limit,
-                     cache_dir=cache_dir(out_dir), cache_limit=settings.cache_limit, full_check=settings.full_check)
+                     cache_dir=cache_dir(out_dir), cache_limit=settings.cache_limit, full_check=settings.full_check,
+                     fixed_layout=settings.fixed_layout)
 
 
 def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None) -> dict[str, Any]:

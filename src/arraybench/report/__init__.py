@@ -10,7 +10,7 @@ from pathlib import Path
 from arraybench.errors import UsageError
 from arraybench.report import answer, bound, crossovers, gpu, table
 from arraybench.report.files import csv_text
-from arraybench.report.model import BUSY_HOST, ReportData, environment_rows
+from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows
 from arraybench.results import Results, atomic_write_text
 
 __all__ = ["Report", "publish", "write_all"]
@@ -81,15 +81,33 @@ def rate_notes(data: ReportData) -> list[str]:
 
 
 def host_warnings(data: ReportData) -> tuple[str, ...]:
-    """One line per machine whose host ran slow through the run (hostspeed.py), none on a quiet one."""
+    """One line per machine whose host ran slow or whose memory system was contended through the run
+    (hostspeed.py), whose processes shared one layout, fell short of samples or split into two modes;
+    none on a quiet run."""
     out = []
     for machine, header in sorted(data.headers.items()):
-        slow = (header.get("analysis") or {}).get("host_slowdown")
+        a = header.get("analysis") or {}
+        where = f"{machine}'s host" if len(data.headers) > 1 else "the host"
+        slow, memory = a.get("host_slowdown"), a.get("memory_slowdown")
         if slow and slow > BUSY_HOST:
-            where = f"{machine}'s host" if len(data.headers) > 1 else "the host"
             out.append(f"{where} ran {slow:.2f}× slower than its full speed at the median of this run (a reference "
                        "loop timed beside every sample): a shared or throttled machine; its numbers move with it, "
                        "and the intervals are as wide as that makes them")
+        if memory and memory > BUSY_MEMORY:
+            out.append(f"{where}'s memory system ran {memory:.2f}× slower than its fastest at the median of this run "
+                       "(a copy through DRAM timed before and after each process's samples): contended by another "
+                       "tenant, which a CPU-bound loop does not see; memory-bound numbers move with it")
+        if a.get("fixed_layout"):
+            out.append("--fixed-layout: every process placed its inputs and heap alike, so the intervals do not "
+                       "include what memory layout moves (up to tens of per cent for some kernels); another run "
+                       "may land outside them")
+        if a.get("short_of_samples"):
+            out.append(f"{a['short_of_samples']} process(es) stopped at the sampling budget with fewer than 5 "
+                       "samples (calls of seconds): their medians are less certain (`stop` budget in the results)")
+        if a.get("bimodal_processes"):
+            out.append(f"{a['bimodal_processes']} process(es) saw their samples split into two modes more than 25 % "
+                       "apart; each reports its larger mode's median, never a value between (`bimodal` in the "
+                       "results)")
     return tuple(out)
 
 

@@ -200,15 +200,25 @@ def status_word(r: Mapping[str, Any]) -> str:
 
 # Above this median slowdown of the host's reference loop a run's report says its host was busy.
 BUSY_HOST = 1.15
+# Above this median slowdown of the memory reference (a copy through DRAM) the report says the
+# memory system was contended: a stream on the other vCPU of the 2-core VM made it 2.3×.
+BUSY_MEMORY = 1.25
 
 
 def analysis(res: Results) -> dict[str, Any]:
     """What reading the run worked out beyond its records: the pooled prior, the host's speed."""
     from arraybench import hostspeed
 
-    refs = [x for r in res.latest().values() for x in r.host_ref_s or ()]
+    latest = res.latest().values()
+    refs = [x for r in latest for x in r.host_ref_s or ()]
+    memory = [x for r in latest for x in r.memory_ref_s or ()]
     return {"prior": res.prior.to_json(), "full_speed_s": res.full_speed_s,
-            "host_slowdown": hostspeed.slowdown(refs, res.full_speed_s)}
+            "host_slowdown": hostspeed.slowdown(refs, res.full_speed_s),
+            "memory_full_speed_s": hostspeed.nominal(memory),
+            "memory_slowdown": hostspeed.slowdown(memory, hostspeed.nominal(memory)),
+            "fixed_layout": bool((res.settings or {}).get("fixed_layout")),
+            "short_of_samples": sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
+            "bimodal_processes": sum(1 for r in latest for p in r.replicates if p.bimodal)}
 
 
 def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
@@ -220,6 +230,11 @@ def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
                                    f"speed and {a['host_slowdown']:.2f}× that at the median of this run"
                                    + (": a shared or throttled host, which moves every number with it"
                                       if a["host_slowdown"] > BUSY_HOST else "")))
+    if a.get("memory_full_speed_s") and a.get("memory_slowdown"):
+        rows.append(("memory speed", f"a copy through DRAM took {format_seconds(a['memory_full_speed_s'])} at its "
+                                     f"fastest and {a['memory_slowdown']:.2f}× that at the median of this run"
+                                     + (": the memory system was contended (another tenant?), which moves "
+                                        "memory-bound numbers" if a["memory_slowdown"] > BUSY_MEMORY else "")))
     prior = a.get("prior") or {}
     if prior.get("df"):
         rows.append(("intervals", f"pooled over {prior['cases']} cases: the spread between processes is "
