@@ -216,3 +216,13 @@ def test_compare_stored_runs_by_id(two_runs, run_cli, tmp_path):
     assert run_cli("import", *two_runs, "--store", db)[0] == 0
     code, out, _ = run_cli("compare", "base", "latest", "--store", db)
     assert code == 0 and "run new vs run base" in out
+
+
+def test_what_a_worker_measured_of_itself_is_no_setting_difference():
+    from arraybench.comparison import backend_infos
+    from arraybench.results import Results
+
+    rec = replace(record("numpy", "eager", 2, processes(1e-3)),
+                  backend_info={"version": "2.4.0", "threads_verified": 1, "startup": {"total_s": 0.2},
+                                "empty_call_s": {"eager": 3e-7}, "devices": ["cpu"]})
+    assert backend_infos(Results(header={}, records=[rec])) == {"numpy": {"threads_verified": 1}}

@@ -369,15 +369,21 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
     return {prefix: json.dumps(obj) if isinstance(obj, list) else str(obj)}
 
 
+# What a worker measured about itself rather than how it was set up: these differ between any
+# two runs (its start-up phases, its empty call, its layout pads) and are no setting.
+MEASURED_INFO = ("version", "devices", "startup", "empty_call_s")
+
+
 def backend_infos(res: Results) -> dict[str, Any]:
     """Each backend's info as its worker reported it: threads, BLAS, precision flags.
 
-    Versions are left out (the environment lists them once) and so are device lists.
+    Versions are left out (the environment lists them once), and so are device lists and what
+    the worker measured of itself (MEASURED_INFO).
     """
     out: dict[str, Any] = {}
     for r in res.records:
         if r.backend_info and r.backend not in out:
-            out[r.backend] = {k: v for k, v in r.backend_info.items() if k not in ("version", "devices")}
+            out[r.backend] = {k: v for k, v in r.backend_info.items() if k not in MEASURED_INFO}
     return out
 
 
