@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,23 @@ class FakeClock:
 @pytest.fixture
 def fake_clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scratch_working_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Module fixtures run in a scratch directory, not the checkout: `arraybench run` and `compare`
+    default to the store `.arraybench/results.db` under the working directory, and no test may
+    write into the developer's store or read its history (compare adds earlier runs' spread)."""
+    old = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    yield
+    os.chdir(old)
+
+
+@pytest.fixture(autouse=True)
+def _own_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test in its own directory, so no default store carries one test's runs into another's."""
+    monkeypatch.chdir(tmp_path)
 
 
 # Test tiers. `make test-fast` runs the unit tier (-m "not integration"): fake clocks, stub workers,

@@ -28,7 +28,7 @@ def expected_for(ex: CaseExecutor, workload: str, n: int):
     case = Case(workload, (("n", n),), "numpy", "eager", "float32", 2)
     wl = WORKLOADS[workload]
     seed = input_seed(0, case)
-    host, _ = ex.inputs(wl, case, seed)
+    host, _, _ = ex.inputs(wl, case, seed)
     return wl, host, ex.expected(wl, case, seed, host), dict(case.params)
 
 
