@@ -8,7 +8,7 @@ PIP_INDEX := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv bench quick test test-fast lint clean browser
+.PHONY: venv bench quick test test-fast lint clean browser postgres
 
 venv: $(STAMP)
 
@@ -33,7 +33,12 @@ quick: venv
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-test: venv browser
+# The shared store's tests start their own PostgreSQL server (initdb, pg_ctl in a temporary
+# directory) from Debian's postgresql, which keeps them in /usr/lib/postgresql/N/bin: installed once.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+
+test: venv browser postgres
 	$(BIN)/python -m pytest -q --durations=15
 
 # The unit tier: fake clocks, stub workers, synthetic records; under a minute on 2 cores.

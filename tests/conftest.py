@@ -37,12 +37,15 @@ def fake_clock() -> FakeClock:
 @pytest.fixture(scope="session", autouse=True)
 def _scratch_working_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Module fixtures run in a scratch directory, not the checkout: `arraybench run` and `compare`
-    default to the store `.arraybench/results.db` under the working directory, and no test may
-    write into the developer's store or read its history (compare adds earlier runs' spread)."""
-    old = os.getcwd()
+    default to the store `.arraybench/results.db` under the working directory (or $ARRAYBENCH_STORE),
+    and no test may write into the developer's store or read its history (compare adds earlier
+    runs' spread)."""
+    old, store = os.getcwd(), os.environ.pop("ARRAYBENCH_STORE", None)
     os.chdir(tmp_path_factory.mktemp("cwd"))
     yield
     os.chdir(old)
+    if store is not None:
+        os.environ["ARRAYBENCH_STORE"] = store
 
 
 @pytest.fixture(autouse=True)

@@ -143,3 +143,15 @@ def test_the_command_line_reads_earlier_runs_from_the_store_unless_told_not_to(r
     _, no_store, _ = run_cli("compare", a, b, "--store", str(tmp_path / "none.db"))
     assert without == no_store and "Run-to-run" not in without and RUN_MARK not in without
     assert not (tmp_path / "none.db").exists()
+
+
+def test_a_store_that_cannot_give_history_costs_a_warning_not_the_comparison(tmp_path, run_cli):
+    from test_compare import processes, record, results_file
+
+    (tmp_path / ".arraybench").mkdir()
+    (tmp_path / ".arraybench" / "results.db").write_text("not a database")  # the default store, unreadable
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, processes(1e-3))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, processes(1e-3, seed=1))])
+    code, out, err = run_cli("compare", base, new)
+    assert code == 0 and "cases on both sides: 1" in out
+    assert "warning: no earlier runs from the store" in err

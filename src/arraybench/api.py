@@ -313,8 +313,9 @@ def run(
     `workloads`: built-in names, a `.py` file (all its workloads) or workloads defined in
     one. The results file goes to `output_dir` (a new temporary directory by default, see
     `results.path`), where `arraybench report` and `compare` read it. The run is also added
-    to the results store `store` (as `arraybench run` does; None for none), so `arraybench
-    history` lists notebook runs too and `compare("latest", ...)` finds them.
+    to the results store `store` (a SQLite file or a postgresql:// URL, as `arraybench run`
+    does; None for none), so `arraybench history` lists notebook runs too and
+    `compare("latest", ...)` finds them.
     """
     from arraybench import terminal
     from arraybench.execution import session
@@ -326,11 +327,10 @@ def run(
                             min_time=min_time, max_time=max_time, min_samples=min_samples,
                             processes=processes, workload_file=source, refine=refine)
     out_dir = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="arraybench-"))
-    store_path = Path(store) if store is not None else None
     if not progress:
-        return session.execute(settings, out_dir, store=store_path)
+        return session.execute(settings, out_dir, store=store)
     with terminal.progress_display() as on_start:
-        return session.execute(settings, out_dir, on_start=on_start, store=store_path)
+        return session.execute(settings, out_dir, on_start=on_start, store=store)
 
 
 def compare(

@@ -1,4 +1,5 @@
-"""Store: every run kept in a local SQLite database, for history, show, export, import and compare."""
+"""Store: every run kept in a database (SQLite on one machine, PostgreSQL for a team), for history, show,
+export, import, push, pull and compare."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from arraybench import environment
 from arraybench.errors import UsageError
@@ -26,15 +27,30 @@ from arraybench.results import (
 )
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.run_ids import run_id
+from arraybench.store_pg import PostgresDB, is_url, one_line, redact
 
 DEFAULT_PATH = Path(".arraybench") / "results.db"
 # Two runs writing at once take turns; a writer waits this long for the other's insert.
 BUSY_TIMEOUT_S = 60.0
 
-# MIGRATIONS[i] takes a store from schema version i to i + 1 (PRAGMA user_version). Never edit
-# one that has been released: append the next. tests/fixtures keeps a store of every older
-# version, so opening an old store is always tested.
-MIGRATIONS: list[tuple[str, ...]] = [
+
+@dataclass(frozen=True)
+class Spelled:
+    """One statement of a migration spelled for each engine, where their SQL differs.
+
+    None: nothing to do on that engine (no PostgreSQL store predates schema 3, so none holds
+    rows an older migration must fill).
+    """
+
+    sqlite: str
+    postgres: str | None
+
+
+# MIGRATIONS[i] takes a store from schema version i to i + 1, on either engine: SQLite (PRAGMA
+# user_version) and PostgreSQL (table arraybench_schema) run the same list. Never edit one that
+# has been released: append the next. tests/fixtures keeps a SQLite store of every older version,
+# so opening an old store is always tested.
+MIGRATIONS: list[tuple[str | Spelled, ...]] = [
     # 1: runs (the results-file header, split into the parts people query) and their records,
     #    each record the JSON object the results file holds, raw samples included.
     (
@@ -59,13 +75,35 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER TABLE cases ADD COLUMN backend TEXT",
         "ALTER TABLE cases ADD COLUMN mode TEXT",
         "ALTER TABLE cases ADD COLUMN status TEXT",
-        """UPDATE cases SET backend = json_extract(record, '$.backend'),
+        Spelled(
+            sqlite="""UPDATE cases SET backend = json_extract(record, '$.backend'),
                             mode = json_extract(record, '$.mode'),
                             status = json_extract(record, '$.status')""",
+            postgres="""UPDATE cases SET backend = record::json ->> 'backend',
+                            mode = record::json ->> 'mode',
+                            status = record::json ->> 'status'""",
+        ),
         "CREATE INDEX cases_run ON cases(run_id)",
+    ),
+    # 3: seq, a record's place in its run (0, 1, ...): the order that SQLite's rowid kept, which
+    #    PostgreSQL has no equivalent of and which a copy between stores must carry. Unique per
+    #    run, so two machines pushing one run at once cannot store a record twice.
+    (
+        "ALTER TABLE cases ADD COLUMN seq INTEGER",
+        Spelled(
+            sqlite="""UPDATE cases SET seq = ordered.n FROM (
+                          SELECT rowid AS r, ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY rowid) - 1 AS n
+                          FROM cases) AS ordered
+                      WHERE ordered.r = cases.rowid""",
+            postgres=None,
+        ),
+        "DROP INDEX cases_run",
+        "CREATE UNIQUE INDEX cases_run_seq ON cases(run_id, seq)",
     ),
 ]
 SCHEMA = len(MIGRATIONS)
+RUN_COLUMNS = "id, started, machine, arraybench_version, environment, settings, header"
+CASE_COLUMNS = "run_id, seq, case_id, record, backend, mode, status"
 
 
 @dataclass(frozen=True)
@@ -80,27 +118,111 @@ class RunSummary:
     failed: int
 
 
-class Store:
-    """One SQLite results database, migrated to the current schema when opened.
+class Database(Protocol):
+    """What Store needs of an engine: SQLiteDB here, store_pg.PostgresDB for PostgreSQL."""
 
-    WAL journal and a busy timeout let several runs write into one store at once; each record
-    is its own transaction, so a crash loses nothing that was already stored.
+    dialect: str
+    errors: tuple[type[Exception], ...]
+    conn: Any
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def transaction(self) -> AbstractContextManager[None]: ...
+    def lock_schema(self) -> None: ...
+    def lock_run(self, rid: str) -> None: ...
+    def version(self) -> int: ...
+    def set_version(self, version: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class SQLiteDB:
+    """One connection to a SQLite results store, in autocommit: transactions are explicit.
+
+    WAL journal and a busy timeout let several runs write into one store at once; BEGIN
+    IMMEDIATE takes the file's write lock, so a transaction never sees another's half.
     """
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
-        self.path = Path(path)
-        if not create and not self.path.exists():
-            raise UsageError(f"no results store at {str(self.path)!r} "
+    dialect = "sqlite"
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error:
+            self.conn.close()
+            raise
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def lock_schema(self) -> None:
+        """BEGIN IMMEDIATE already holds the write lock."""
+
+    def lock_run(self, rid: str) -> None:
+        """BEGIN IMMEDIATE already holds the write lock."""
+
+    def version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def set_version(self, version: int) -> None:
+        self.conn.execute(f"PRAGMA user_version = {int(version)}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class Store:
+    """One results store, migrated to the current schema when opened: a SQLite file, or a
+    PostgreSQL database named by a postgresql:// URL (a team's store, shared by many machines).
+
+    Several runs may write into one store at once; each record is its own transaction, so a
+    crash loses nothing that was already stored. Messages name the store by `name`, which
+    never holds a password.
+    """
+
+    def __init__(self, location: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.name = redact(location)
+        self.db: Database
+        if is_url(location):
+            self.db = PostgresDB(str(location))
+            try:
+                if not create and self.db.version() == 0:
+                    raise UsageError(f"no results store at {self.name} (arraybench run --store or push --to "
+                                     "creates it)")
+                self._migrate()
+            except BaseException as e:
+                self.db.close()
+                if isinstance(e, self.db.errors):
+                    raise UsageError(f"cannot use results store {self.name}: {one_line(e)}") from None
+                raise
+            return
+        path = Path(location)
+        if not create and not path.exists():
+            raise UsageError(f"no results store at {self.name!r} "
                              "(arraybench run creates it; --store names another)")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._open()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._open(path)
         except sqlite3.DatabaseError as e:
-            raise UsageError(f"cannot use results store {str(self.path)!r}: {e}") from None
+            raise UsageError(f"cannot use results store {self.name!r}: {e}") from None
         except OSError as e:
-            raise UsageError(f"cannot create results store {str(self.path)!r}: {e.strerror}") from None
+            raise UsageError(f"cannot create results store {self.name!r}: {e.strerror}") from None
 
-    def _open(self) -> None:
+    def _open(self, path: Path) -> None:
         """Connect, switch to WAL and migrate. Two processes creating one store at the same moment
         can see "database is locked" at once from the switch to WAL (SQLite does not call the busy
         handler there: 8 of 120 simultaneous openings failed so), so that is retried until the
@@ -108,18 +230,31 @@ class Store:
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         delay = 0.01
         while True:
-            # Autocommit: transactions are opened explicitly (BEGIN IMMEDIATE) where they are needed.
-            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             try:
-                self.conn.execute("PRAGMA journal_mode=WAL")
-                self._migrate()
-                return
+                self.db = SQLiteDB(path)
             except sqlite3.OperationalError as e:
-                self.conn.close()
                 if "locked" not in str(e) or time.monotonic() > deadline:
                     raise
-                time.sleep(delay)
-                delay = min(0.5, 2 * delay)
+            else:
+                try:
+                    self._migrate()
+                    return
+                except sqlite3.OperationalError as e:
+                    self.db.close()
+                    if "locked" not in str(e) or time.monotonic() > deadline:
+                        raise
+            time.sleep(delay)
+            delay = min(0.5, 2 * delay)
+
+    @property
+    def conn(self) -> Any:
+        """The engine's own connection (sqlite3 or psycopg), for a user's SQL."""
+        return self.db.conn
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """What the engine raises when the database fails under a command (a lost connection, a full disk)."""
+        return self.db.errors
 
     def __enter__(self) -> Store:
         return self
@@ -128,36 +263,29 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self.conn.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        self.db.close()
 
     def version(self) -> int:
-        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+        return self.db.version()
 
     def _migrate(self) -> None:
         if self.version() > SCHEMA:
             raise UsageError(
-                f"results store {str(self.path)!r} has schema {self.version()}, newer than this "
+                f"results store {self.name!r} has schema {self.version()}, newer than this "
                 f"arraybench reads ({SCHEMA}); upgrade arraybench"
             )
         while self.version() < SCHEMA:
-            with self._transaction() as db:
-                # Read again under the write lock: another process may have just migrated.
-                current = self.version()
+            with self.db.transaction():
+                self.db.lock_schema()
+                # Read again under the lock: another process may have just migrated.
+                current = self.db.version()
                 if current >= SCHEMA:
                     break
                 for statement in MIGRATIONS[current]:
-                    db.execute(statement)
-                db.execute(f"PRAGMA user_version = {current + 1}")
+                    sql = getattr(statement, self.db.dialect) if isinstance(statement, Spelled) else statement
+                    if sql is not None:
+                        self.db.execute(sql)
+                self.db.set_version(current + 1)
 
     def add_run(self, header: dict[str, Any]) -> str:
         """Register a run by its results-file header (again is a no-op); returns its id."""
@@ -165,25 +293,28 @@ class Store:
         env = header.get("environment", {})
         rest = {k: v for k, v in header.items() if k not in ("type", "environment", "settings")}
         rest["run_id"] = rid
-        with self._transaction() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rid, str(header.get("started", "")), environment.fingerprint(env),
-                 header.get("arraybench_version"), _dumps(env), _dumps(header.get("settings", {})),
-                 _dumps(rest)),
-            )
+        with self.db.transaction():
+            self._insert_run((rid, str(header.get("started", "")), environment.fingerprint(env),
+                              header.get("arraybench_version"), _dumps(env), _dumps(header.get("settings", {})),
+                              _dumps(rest)))
         return rid
 
-    def add_record(self, rid: str, record: CaseRecord) -> None:
-        with self._transaction() as db:
-            self._insert(db, rid, record)
+    def _insert_run(self, row: Sequence[Any]) -> None:
+        self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                        row)
 
-    @staticmethod
-    def _insert(db: sqlite3.Connection, rid: str, record: CaseRecord) -> None:
-        db.execute(
-            "INSERT INTO cases (run_id, case_id, record, backend, mode, status) VALUES (?, ?, ?, ?, ?, ?)",
-            (rid, record.id, _dumps(record.to_json()), record.backend, record.mode, record.status),
-        )
+    def add_record(self, rid: str, record: CaseRecord) -> None:
+        with self.db.transaction():
+            self.db.lock_run(rid)
+            self._insert_cases([_case_row(rid, self._count(rid), record)])
+
+    def _count(self, rid: str) -> int:
+        """How many records of run `rid` the store holds: the next one's seq."""
+        return int(self.db.execute("SELECT COUNT(*) FROM cases WHERE run_id = ?", (rid,)).fetchone()[0])
+
+    def _insert_cases(self, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            self.db.executemany(f"INSERT INTO cases ({CASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def add_results(self, results: Results) -> tuple[str, int]:
         """Store a results file's run and whichever of its records the store lacks.
@@ -193,20 +324,38 @@ class Store:
         adds exactly the missing tail. Returns the run id and how many records were added.
         """
         rid = self.add_run(results.header)
-        with self._transaction() as db:
-            have = db.execute("SELECT COUNT(*) FROM cases WHERE run_id = ?", (rid,)).fetchone()[0]
-            for rec in results.records[have:]:
-                self._insert(db, rid, rec)
+        with self.db.transaction():
+            self.db.lock_run(rid)
+            have = self._count(rid)
+            self._insert_cases([_case_row(rid, seq, rec) for seq, rec in enumerate(results.records) if seq >= have])
         return rid, max(0, len(results.records) - have)
+
+    def copy_from(self, source: Store, rid: str) -> tuple[int, int]:
+        """Copy run `rid` of `source` into this store, row for row (its machine, environment and
+        records exactly as `source` holds them): what push and pull do. Only the records this store
+        lacks are read and written, in one transaction, so copying again adds nothing. Returns how
+        many records were added and how many the run has.
+        """
+        row = source.db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (rid,)).fetchone()
+        total = source._count(rid)
+        with self.db.transaction():
+            self._insert_run(tuple(row))
+            self.db.lock_run(rid)
+            have = self._count(rid)
+            rows = source.db.execute(f"SELECT {CASE_COLUMNS} FROM cases WHERE run_id = ? AND seq >= ? ORDER BY seq",
+                                     (rid, have)).fetchall()
+            self._insert_cases([tuple(r) for r in rows])
+        return len(rows), total
 
     def runs(self) -> list[RunSummary]:
         """Every run, oldest first; a case a resumed run retried counts once, by its last record."""
         latest: dict[str, dict[str, tuple[str, str]]] = {}
-        for rid, case_id, backend, status in self.conn.execute(
-                "SELECT run_id, case_id, backend, status FROM cases ORDER BY rowid"):
+        for rid, case_id, backend, status in self.db.execute(
+                "SELECT run_id, case_id, backend, status FROM cases ORDER BY run_id, seq"):
             latest.setdefault(rid, {})[case_id] = (backend, status)
         out = []
-        for rid, started, machine in self.conn.execute("SELECT id, started, machine FROM runs ORDER BY started, rowid"):
+        # Ordered here, not by SQL: PostgreSQL sorts text by the database's collation, SQLite by code point.
+        for started, rid, machine in sorted(self.db.execute("SELECT started, id, machine FROM runs")):
             cases = latest.get(rid, {}).values()
             out.append(RunSummary(rid, started, machine, tuple(sorted({b for b, _ in cases})), len(cases),
                                   sum(status in FAILED for _, status in cases)))
@@ -215,24 +364,23 @@ class Store:
     def resolve(self, ref: str) -> str:
         """A run id from an exact id, a unique prefix of one, or `latest`."""
         if ref == "latest":
-            row = self.conn.execute("SELECT id FROM runs ORDER BY started DESC, rowid DESC LIMIT 1").fetchone()
-            if row is None:
-                raise UsageError(f"results store {str(self.path)!r} holds no runs yet")
-            return row[0]
-        ids = [r[0] for r in self.conn.execute(
-            "SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id", (len(ref), ref))]
+            newest = max(self.db.execute("SELECT started, id FROM runs"), default=None)
+            if newest is None:
+                raise UsageError(f"results store {self.name!r} holds no runs yet")
+            return str(newest[1])
+        ids = sorted(r[0] for r in self.db.execute("SELECT id FROM runs WHERE substr(id, 1, ?) = ?", (len(ref), ref)))
         if ref in ids:
             return ref
         if len(ids) == 1:
-            return ids[0]
+            return str(ids[0])
         if ids:
             raise UsageError(f"run {ref!r} is ambiguous: it starts {', '.join(ids[:5])}")
-        raise UsageError(f"no run {ref!r} in results store {str(self.path)!r} (arraybench history lists them)")
+        raise UsageError(f"no run {ref!r} in results store {self.name!r} (arraybench history lists them)")
 
     def load(self, ref: str) -> Results:
         """A stored run as a Results object, exactly as its results file would load."""
         rid = self.resolve(ref)
-        env, settings, rest = self.conn.execute(
+        env, settings, rest = self.db.execute(
             "SELECT environment, settings, header FROM runs WHERE id = ?", (rid,)).fetchone()
         header = _header(env, settings, rest)
         records, prior, full_speed = analysed(self._records(rid, header))
@@ -247,9 +395,9 @@ class Store:
         """
         wanted = set(case_ids)
         out = []
-        for rid, env, settings, rest in self.conn.execute(
-                "SELECT id, environment, settings, header FROM runs WHERE machine = ? ORDER BY started, rowid",
-                (machine,)).fetchall():
+        rows = self.db.execute("SELECT started, id, environment, settings, header FROM runs WHERE machine = ?",
+                               (machine,)).fetchall()
+        for _, rid, env, settings, rest in sorted(rows):
             header = _header(env, settings, rest)
             out.append(Results(header=header, records=self._records(rid, header, wanted)))
         return out
@@ -259,9 +407,14 @@ class Store:
         # A record is stored as its results file held it: a run's older records in its header's
         # schema (a resumed run's newer ones in the current one), upgraded here as a file is.
         schema = header.get("schema", RESULTS_SCHEMA)
-        return [CaseRecord.from_json(upgrade(json.loads(record), schema)) for case_id, record in self.conn.execute(
-            "SELECT case_id, record FROM cases WHERE run_id = ? ORDER BY rowid", (rid,))
+        return [CaseRecord.from_json(upgrade(json.loads(record), schema)) for case_id, record in self.db.execute(
+            "SELECT case_id, record FROM cases WHERE run_id = ? ORDER BY seq", (rid,))
             if case_ids is None or case_id in case_ids]
+
+
+def _case_row(rid: str, seq: int, record: CaseRecord) -> tuple[Any, ...]:
+    """A record as a row of the cases table (CASE_COLUMNS)."""
+    return (rid, seq, record.id, _dumps(record.to_json()), record.backend, record.mode, record.status)
 
 
 def _header(env: str, settings: str, rest: str) -> dict[str, Any]:
@@ -273,7 +426,8 @@ def _dumps(obj: Any) -> str:
     return json.dumps(finite(obj), default=str, allow_nan=False)
 
 
-def recording(store: Path, results_path: Path, then: Callable[[CaseRecord], None]) -> Callable[[CaseRecord], None]:
+def recording(store: str | os.PathLike[str], results_path: Path,
+              then: Callable[[CaseRecord], None]) -> Callable[[CaseRecord], None]:
     """Wrap a run's per-record callback so that each record also lands in the store.
 
     The run is registered (with any records its file already holds, when resuming) before
@@ -282,6 +436,7 @@ def recording(store: Path, results_path: Path, then: Callable[[CaseRecord], None
     """
     with Store(store) as st:
         rid, _ = st.add_results(load_results(results_path))
+        errors: tuple[type[Exception], ...] = (UsageError, *st.errors)
     broken = False
 
     def on_record(rec: CaseRecord) -> None:
@@ -290,10 +445,11 @@ def recording(store: Path, results_path: Path, then: Callable[[CaseRecord], None
             try:
                 with Store(store) as st:
                     st.add_record(rid, rec)
-            except (sqlite3.Error, UsageError) as e:
+            except errors as e:
                 broken = True
-                print(f"arraybench: warning: stopped storing run {rid} in {store}: {e}; the results "
-                      f"file is complete, `arraybench import {results_path}` stores it later", file=sys.stderr)
+                print(f"arraybench: warning: stopped storing run {rid} in {redact(store)}: {one_line(e)}; the results "
+                      f"file is complete, `arraybench import {results_path} --store {redact(store)}` stores it later",
+                      file=sys.stderr)
         then(rec)
 
     return on_record
@@ -303,8 +459,9 @@ def load(ref: str | os.PathLike[str], store: str | os.PathLike[str] | None = Non
     """A results file (or a directory holding one) or a stored run (id, unique prefix, `latest`)."""
     if Path(ref).exists() or "/" in str(ref) or str(ref).endswith(".jsonl"):
         return load_results(ref)  # a path: its own error (missing, empty...) says more
-    path = Path(store) if store is not None else DEFAULT_PATH
-    if not path.exists():
-        raise UsageError(f"{str(ref)!r} is neither a results file nor a stored run (no results store at {str(path)!r})")
-    with Store(path) as st:
+    location = store if store is not None else DEFAULT_PATH
+    if not is_url(location) and not Path(location).exists():
+        raise UsageError(f"{str(ref)!r} is neither a results file nor a stored run (no results store at "
+                         f"{str(location)!r})")
+    with Store(location, create=False) as st:
         return st.load(str(ref))

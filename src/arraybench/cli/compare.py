@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from arraybench.errors import UsageError
 from arraybench.results import Results
 from arraybench.run_ids import run_id
 from arraybench.store import Store
+from arraybench.store_pg import is_url
 from arraybench.terminal import table_renderer
 
 
@@ -65,11 +67,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def earlier_runs(store: str, sides: list[Results]) -> list[Results]:
     """The store's runs on the base's machine, with their records of the compared cases; none
-    when there is no store (compare never creates one)."""
-    if not Path(store).exists():
+    when there is no store (compare never creates one), or when it cannot be read: history only
+    widens intervals, so a store that cannot give it costs a warning, not the comparison."""
+    if not is_url(store) and not Path(store).exists():
         return []
-    with Store(store, create=False) as st:
-        return st.runs_on(environment.fingerprint(sides[0].environment), {r.id for res in sides for r in res.records})
+    try:
+        with Store(store, create=False) as st:
+            return st.runs_on(environment.fingerprint(sides[0].environment),
+                              {r.id for res in sides for r in res.records})
+    except (UsageError, OSError, sqlite3.Error) as e:
+        print(f"arraybench: warning: no earlier runs from the store ({e}); compared without them", file=sys.stderr)
+        return []
 
 
 def _name(ref: str, res: Results) -> str:

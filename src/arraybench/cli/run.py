@@ -22,6 +22,7 @@ from arraybench.cli.exits import (
     sigterm_as_interrupt,
 )
 from arraybench.cli.options import Parser, memory_size, positive_float, positive_int
+from arraybench.cli.store import STORE_ENV, apply_store_environment
 from arraybench.errors import UsageError
 from arraybench.execution import session
 from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
@@ -39,6 +40,7 @@ from arraybench.settings import (
     sampling,
 )
 from arraybench.store import DEFAULT_PATH
+from arraybench.store_pg import redact
 from arraybench.suites import SUITES
 from arraybench.units import format_size
 
@@ -102,7 +104,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                      help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
                           "until it completes (default 2G)")
     store = run.add_mutually_exclusive_group()
-    store.add_argument("--store", metavar="PATH", help=f"results store to add this run to (default {DEFAULT_PATH})")
+    store.add_argument("--store", metavar="PATH_OR_URL",
+                       help=f"results store to add this run to: a SQLite file or a postgresql:// URL (default "
+                            f"{DEFAULT_PATH}, or ${STORE_ENV})")
     store.add_argument("--no-store", action="store_true", help="do not add this run to a results store")
     run.add_argument("--quick", action="store_true",
                      help="every workload's small preset with short sampling (a smoke test of the machine)")
@@ -119,6 +123,7 @@ def add_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="measure workloads on backends")
     add_arguments(run)
     apply_config(run, project_config(Path.cwd()))
+    apply_store_environment(run)
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
@@ -168,9 +173,9 @@ def runner_from_args(args: argparse.Namespace) -> Callable[..., session.CaseRunn
     return functools.partial(ClusterRunner, target)
 
 
-def store_path(args: argparse.Namespace) -> Path | None:
-    """The store `arraybench run` writes into, or None under --no-store."""
-    return None if args.no_store else Path(args.store or DEFAULT_PATH)
+def store_path(args: argparse.Namespace) -> str | Path | None:
+    """The store `arraybench run` writes into (a SQLite file or a database URL), or None under --no-store."""
+    return None if args.no_store else (args.store or DEFAULT_PATH)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -205,7 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     records = list(results.latest().values())
     publish([results], out_dir, terminal.table_renderer(sys.stdout))
     if store is not None:
-        print(f"stored as run {run_id(results.header)} in {store}", file=sys.stderr)
+        print(f"stored as run {run_id(results.header)} in {redact(store)}", file=sys.stderr)
     failed = [r for r in records if r["status"] in FAILED]
     if failed:
         print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",
@@ -237,6 +242,7 @@ def option_defaults() -> dict[str, Any]:
     run = Parser(prog="arraybench run")
     add_arguments(run)
     apply_config(run, project_config(Path.cwd()))
+    apply_store_environment(run)
     return vars(run.parse_args([]))
 
 

@@ -1,14 +1,16 @@
-"""`arraybench history`, `show`, `export` and `import`: the results store from the command line."""
+"""`arraybench history`, `show`, `export`, `import`, `push` and `pull`: the results store from the command line."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from arraybench import environment, exports, formats, terminal
+from arraybench.cli.config import project_config
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
@@ -17,10 +19,14 @@ from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, flat_record, load_results
 from arraybench.run_ids import run_id
 from arraybench.store import DEFAULT_PATH, Store, load
+from arraybench.store_pg import redact
+
+# The store every command uses when --store is not given: over [tool.arraybench]'s `store`, under --store.
+STORE_ENV = "ARRAYBENCH_STORE"
 
 
 def add_parsers(sub: Any) -> None:
-    """`history`, `show`, `export` and `import`."""
+    """`history`, `show`, `export`, `import`, `push` and `pull`."""
     hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases")
     add_format_option(hist)
     show = sub.add_parser("show", help="a stored run's tables")
@@ -34,12 +40,45 @@ def add_parsers(sub: Any) -> None:
                           "read it; bmf: the Bencher Metric Format (latency in ns)")
     imp = sub.add_parser("import", help="add results files to the store")
     imp.add_argument("results", nargs="+", help="results.jsonl files (or directories holding one)")
+    runs = "run ids (or unique prefixes, or latest); default: every run"
+    push = sub.add_parser("push", help="copy runs to a shared results store (again adds nothing)")
+    push.add_argument("runs", nargs="*", metavar="RUN", help=runs)
+    push.add_argument("--to", required=True, metavar="URL",
+                      help="the shared store: postgresql://USER@HOST/DATABASE (the password from PGPASSWORD "
+                           "or ~/.pgpass), or a SQLite file")
+    pull = sub.add_parser("pull", help="copy runs from a shared results store (again adds nothing)")
+    pull.add_argument("runs", nargs="*", metavar="RUN", help=runs)
+    pull.add_argument("--from", dest="source", required=True, metavar="URL",
+                      help="the shared store: postgresql://USER@HOST/DATABASE, or a SQLite file")
     for p in (hist, show, exp, imp):
         add_store_option(p)
+    add_store_option(push, "results store to copy from")
+    add_store_option(pull, "results store to copy into")
+
+
+def default_store() -> str:
+    """--store when not given: $ARRAYBENCH_STORE, else `store` of [tool.arraybench], else DEFAULT_PATH."""
+    if os.environ.get(STORE_ENV):
+        return os.environ[STORE_ENV]
+    path, table = project_config(Path.cwd())
+    value = table.get("store", str(DEFAULT_PATH))
+    if not isinstance(value, str):
+        raise UsageError(f"{path} [tool.arraybench]: store = {value!r} must be a path or a URL")
+    return value
+
+
+def apply_store_environment(parser: argparse.ArgumentParser) -> None:
+    """$ARRAYBENCH_STORE as `arraybench run`'s --store default, over the one [tool.arraybench] gave it."""
+    if os.environ.get(STORE_ENV):
+        parser.set_defaults(store=os.environ[STORE_ENV])
 
 
 def add_store_option(p: argparse.ArgumentParser, what: str = "results store") -> None:
-    p.add_argument("--store", default=str(DEFAULT_PATH), metavar="PATH", help=f"{what} (default {DEFAULT_PATH})")
+    default = default_store()
+    shown = redact(default).replace("%", "%%")  # argparse formats help with %
+    p.add_argument("--store", default=default, metavar="PATH_OR_URL",
+                   help=f"{what}: a SQLite file or a postgresql:// URL (default {shown}; ${STORE_ENV} and "
+                        "[tool.arraybench] store set another)")
 
 
 def load_all(refs: list[str], store: str) -> list[Results]:
@@ -55,7 +94,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     with Store(args.store, create=False) as st:
         runs = st.runs()
     if not runs:
-        print(f"no runs in {args.store}")
+        print(f"no runs in {redact(args.store)}")
         return EXIT_OK
     if args.format != "text":
         print(formats.render_rows([dataclasses.asdict(r) for r in runs], args.format), end="")
@@ -133,4 +172,29 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"history": cmd_history, "show": cmd_show, "export": cmd_export, "import": cmd_import}
+def cmd_push(args: argparse.Namespace) -> int:
+    return copy_runs(args.runs, args.store, args.to, f"pushed to {redact(args.to)}")
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    return copy_runs(args.runs, args.source, args.store, f"pulled from {redact(args.source)}")
+
+
+def copy_runs(refs: list[str], source: str, dest: str, done: str) -> int:
+    """Copy runs `refs` (every run when none) from `source` into `dest`, each with whichever of its
+    records `dest` lacks: copying again adds nothing. Each run keeps its machine and environment.
+    `done` ends each run's line ("pushed to URL")."""
+    with Store(source, create=False) as src:
+        rids = list(dict.fromkeys(src.resolve(ref) for ref in refs)) if refs else [r.id for r in src.runs()]
+        if not rids:
+            print(f"no runs in {src.name}")
+            return EXIT_OK
+        with Store(dest) as dst:
+            for rid in rids:
+                added, total = dst.copy_from(src, rid)
+                print(f"run {rid}: {added} of {total} cases {done}")
+    return EXIT_OK
+
+
+COMMANDS = {"history": cmd_history, "show": cmd_show, "export": cmd_export, "import": cmd_import,
+            "push": cmd_push, "pull": cmd_pull}

@@ -3,6 +3,7 @@ Python API's): plan, a runner for it, the crossover rounds, the results."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -77,7 +78,7 @@ def execute(
     *,
     resume: bool = False,
     on_start: Callable[[int], Callable[[CaseRecord], None]] = lambda n: (lambda r: None),
-    store: Path | None = None,
+    store: str | os.PathLike[str] | None = None,
     make_runner: Callable[..., CaseRunner] = Runner,
     run_id: str | None = None,
 ) -> Results:
