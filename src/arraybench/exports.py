@@ -3,7 +3,9 @@
 Only correct cases are exported: a wrong or failed case has no time worth tracking, and a
 dashboard that plotted it would rank it. Each benchmark is named by its case id without the
 digest (`linreg[d=2,iters=20,n=200]/jax-jit/float64/cpu/t1`), the same in every run, so a
-dashboard follows one case across commits.
+dashboard follows one case across commits. Each carries the figures the report derives for it
+(report.model.FIGURES: bound, speedup, GFLOP/s, GB/s, intensity, % of peak): pytest-benchmark in
+`extra_info`, BMF as measures of their own (all but `bound`, a word where BMF takes numbers).
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from arraybench.record import CaseRecord
+from arraybench.report.model import run_views
 from arraybench.results import Results
 
 FORMATS = ("jsonl", "pytest-benchmark", "bmf")
 # The file version pytest-benchmark (4.x and 5.x) writes; its readers key on the fields below.
 PYTEST_BENCHMARK_VERSION = "4.0.0"
 NS_PER_S = 1e9
+# BMF measure (Bencher's slug) for each numeric derived figure.
+BMF_MEASURES = {"speedup": "speedup", "gflops": "gflops", "gbs": "gbs", "intensity": "intensity",
+                "pct_flop_peak": "pct-flop-peak", "pct_bw_peak": "pct-bw-peak"}
 
 
 def benchmark_name(rec: CaseRecord) -> str:
@@ -27,6 +33,13 @@ def benchmark_name(rec: CaseRecord) -> str:
 
 def correct_records(res: Results) -> list[CaseRecord]:
     return [r for r in res.latest().values() if r.status == "ok" and r.samples_s]
+
+
+def records_with_figures(res: Results) -> list[dict[str, Any]]:
+    """The run's latest records as JSON objects, each with the figures the report derives for it
+    (report.model.FIGURES) beside its own fields: what `show --format json` prints."""
+    views = run_views(res)
+    return [{**r.to_json(), **views[r.id].figures()} for r in res.latest().values()]
 
 
 def _quartiles(samples: Sequence[float]) -> tuple[float, float]:
@@ -64,6 +77,7 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
     git = header.get("git") or {}
     timer = res.settings.get("timer", {})
     benchmarks = []
+    views = run_views(res)
     for r in correct_records(res):
         name = benchmark_name(r)
         benchmarks.append({
@@ -71,7 +85,7 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
             "params": r.params, "param": ",".join(f"{k}={v}" for k, v in r.params.items()),
             "extra_info": {"backend": r.backend, "mode": r.mode, "dtype": r.dtype,
                            "device": r.device, "threads": r.threads,
-                           "first_call_s": r.first_call_s, "case_id": r.id},
+                           "first_call_s": r.first_call_s, "case_id": r.id, **views[r.id].figures()},
             "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": timer.get("min_samples"),
                         "max_time": timer.get("max_time"), "min_time": timer.get("min_time"), "warmup": True},
             "stats": pytest_benchmark_stats(r.samples_s, int(r.loops or 1)),
@@ -90,16 +104,21 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
 
 
 def bmf(res: Results) -> dict[str, Any]:
-    """The run in the Bencher Metric Format: per benchmark, `latency` in nanoseconds.
+    """The run in the Bencher Metric Format: per benchmark, `latency` in nanoseconds, and each
+    numeric derived figure the case has as a measure of its own (BMF_MEASURES).
 
     value is the median per call; lower and upper the 95 % interval of the median where the
     run computed one, else the fastest and slowest sample.
     """
     out: dict[str, Any] = {}
+    views = run_views(res)
     for r in correct_records(res):
         ci = r.ci95_s
         lo, hi = ci if ci and None not in ci else (min(r.samples_s), max(r.samples_s))
         assert r.median_s is not None  # a correct record was timed
+        figures = views[r.id].figures()
         out[benchmark_name(r)] = {"latency": {"value": r.median_s * NS_PER_S,
-                                              "lower_value": lo * NS_PER_S, "upper_value": hi * NS_PER_S}}
+                                              "lower_value": lo * NS_PER_S, "upper_value": hi * NS_PER_S},
+                                  **{measure: {"value": figures[name]} for name, measure in BMF_MEASURES.items()
+                                     if figures[name] is not None}}
     return out

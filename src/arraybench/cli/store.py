@@ -14,6 +14,7 @@ from arraybench.cli.config import project_config
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
+from arraybench.report.model import run_views
 from arraybench.report.table import render_markdown, tables
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, flat_record, load_results
@@ -111,10 +112,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         res = st.load(args.run)
     records = list(res.latest().values())
     if args.format == "json":
-        print(formats.json_text({"header": res.header, "records": [r.to_json() for r in records]}), end="")
+        print(formats.json_text({"header": res.header, "records": exports.records_with_figures(res)}), end="")
         return EXIT_OK
     if args.format == "csv":
-        print(formats.render_rows([flat_record(r) for r in records], "csv"), end="")
+        views = run_views(res)
+        print(formats.render_rows([{**flat_record(r), **views[r.id].figures()} for r in records], "csv"), end="")
         return EXIT_OK
     s = res.settings
     lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  "

@@ -96,12 +96,43 @@ def _lead(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> str:
 def _ahead(data: ReportData, best: Mapping[str, Any], other: Mapping[str, Any]) -> str:
     """'1.9× ahead of torch·eager'; a tie where the two are not apart beyond noise (their intervals
     overlap: the test crossovers and refinement use) or the lead rounds to 0 %."""
-    ratio = other["median_s"] / best["median_s"]
+    if tie := _tie(best, other):
+        return f"tied with {data.label(other)} {tie}"
+    return f"{_ratio(other['median_s'] / best['median_s'])} ahead of {data.label(other)}"
+
+
+def _tie(best: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+    """'within noise' or 'within 0.5 %' where `best` is not ahead of `other` beyond either; else ''."""
     if bracket.side(point(best), point(other)) != -1:
-        return f"tied with {data.label(other)} within noise"
-    if ratio < TIED_BELOW:
-        return f"tied with {data.label(other)} within {100 * (TIED_BELOW - 1):g} %"
-    return f"{_ratio(ratio)} ahead of {data.label(other)}"
+        return "within noise"
+    if other["median_s"] / best["median_s"] < TIED_BELOW:
+        return f"within {100 * (TIED_BELOW - 1):g} %"
+    return ""
+
+
+@dataclass(frozen=True)
+class Lead:
+    """The fastest correct case at one size of a sweep, and its margin over the runner-up."""
+
+    size: Any
+    best: Mapping[str, Any]
+    margin: str  # '1.9× ahead of torch·eager', 'tied with jax·jit within noise', 'the only correct backend·mode'
+    tied: bool
+
+
+def leads(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> list[Lead]:
+    """At each size the verdict ranks (where the sweep's backend·modes were measured, not only a
+    crossover's two), the fastest correct case among `recs`: one workload, dtype and machine."""
+    ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
+    complete = _complete_sizes(data, [r for r in recs if r["status"] != "unavailable"])
+    out = []
+    for s in [s for s in _sizes(ok) if s in complete] or _sizes(ok):
+        ranked = _at(ok, s)
+        if len(ranked) < 2:
+            out.append(Lead(s, ranked[0], "the only correct backend·mode", False))
+        else:
+            out.append(Lead(s, ranked[0], _ahead(data, ranked[0], ranked[1]), bool(_tie(ranked[0], ranked[1]))))
+    return out
 
 
 def _ratio(x: float) -> str:

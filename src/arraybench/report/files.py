@@ -8,16 +8,16 @@ import json
 from typing import Any
 
 from arraybench.record import FIELDS
-from arraybench.report.model import CaseView, ReportData
+from arraybench.report.model import FIGURES, CaseView, ReportData
 
 # The columns of results.csv, in order: each a field of the record or of its report view (their
 # unit and meaning are in those registries, and docs/results-format.md lists them from there). An
 # interval field `X_s` (a pair) becomes two columns, `X_low_s` and `X_high_s`; `params` is JSON.
+# Every derived figure (model.FIGURES) is a column.
 CSV_FIELDS = (
     "machine", "workload", "size", "params", "backend", "mode", "device", "dtype", "threads",
     "status", "median_s", "iqr_s", "q25_s", "q75_s", "ci95_s", "n_samples",
-    "noisy", "first_call_s", "transfer_s", "speedup", "gflops", "gbs", "pct_flop_peak",
-    "pct_bw_peak", "rel_err", "tolerance", "error", "id",
+    "noisy", "first_call_s", "transfer_s", *FIGURES, "rel_err", "tolerance", "error", "id",
 )
 PAIRS = {name for name in CSV_FIELDS if any(f.name == name and f.type.startswith("tuple[float, float]")
                                             for f in FIELDS)}

@@ -16,6 +16,9 @@ from arraybench.results import FAILED, Results, merge
 from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
+# The figures derived per case that travel with it, in this order: results.csv, the JSON formats
+# (`arraybench show --format json`, the exports) and the published site carry them, from CaseView.
+FIGURES = ("bound", "speedup", "gflops", "gbs", "intensity", "pct_flop_peak", "pct_bw_peak")
 # Below this, the Python call the harness makes per timed call is a visible share: say how much.
 SUB_MICROSECOND_S = 1e-6
 
@@ -118,7 +121,8 @@ class CaseView(Mapping[str, Any]):
     dispatch_floor_s: float | None = described("s", "this backend·mode's empty call on this machine "
                                                     "(backend_info.empty_call_s; in older files, its fastest "
                                                     "median): its per-call floor")
-    bound: str | None = described("", "what limits the case: compute, memory, dispatch, ...")
+    bound: str | None = described("", "what limits the case, in one word: dispatch, memory, compute, page-faults "
+                                      "or transfer (docs/report.md says how each is decided)")
     harness_s: float | None = described("s", "the harness's own per-call cost, shown beside sub-µs CPU cases")
 
     def __getitem__(self, key: str) -> Any:
@@ -132,9 +136,18 @@ class CaseView(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self.record) + len(_DERIVED)
 
+    def figures(self) -> dict[str, Any]:
+        """The derived figures that travel with the record (FIGURES), by name; None where there is none."""
+        return {name: getattr(self, name) for name in FIGURES}
+
 
 DERIVED_FIELDS = registry(CaseView)[1:]
 _DERIVED = frozenset(f.name for f in DERIVED_FIELDS)
+
+
+def run_views(res: Results) -> dict[str, CaseView]:
+    """Each case of one run (its latest record) by id, with the figures the report derives for it."""
+    return {view.record.id: view for view in ReportData.from_results([res]).records}
 
 
 def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], label: Any) -> list[CaseView]:

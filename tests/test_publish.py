@@ -1,0 +1,255 @@
+"""The published site and `arraybench answer`: the answer across machines, each framework's versions, every
+run's report linked, every result string escaped; and the report's derived figures in every format."""
+
+import csv
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from report_data import synthetic_results
+from test_report import record
+
+from arraybench import exports
+from arraybench.cli import main
+from arraybench.record import CaseRecord
+from arraybench.report import write_all
+from arraybench.report.files import csv_columns
+from arraybench.report.model import FIGURES, ReportData
+from arraybench.results import SCHEMA, ResultsWriter
+from arraybench.site import across, load_store
+from arraybench.site.model import machine_names, short_name
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(2)>"
+GPU_ENV = {"hostname": "vm", "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_logical": 16, "os": "Linux",
+           "gpus": [{"name": "NVIDIA H100 80GB HBM3"}], "versions": {"torch": "2.11.0"}, "peaks": {}}
+# The same host name as the GPU machine (both are VMs called vm): the fingerprint tells them apart.
+CPU_ENV = {"hostname": "vm", "cpu_model": "AMD EPYC", "cpu_logical": 2, "os": IMG, "gpus": [],
+           "versions": {"torch": "2.11.0"}, "peaks": {}}
+
+
+def case(workload, size, backend, median, device="cpu", version="1.0", mode="eager"):
+    return record(workload, size, backend, mode, median, device=device, backend_info={"version": version},
+                  id=f"{workload}[d={size}]/{backend}-{mode}/float32/{device}/t1/x")
+
+
+def write_run(path: Path, run_id: str, started: str, env: dict, records: list[dict]) -> Path:
+    header = {"type": "header", "schema": SCHEMA, "run_id": run_id, "arraybench_version": "0.1.0",
+              "started": started, "environment": env,
+              "settings": {"dtype": "float32", "threads": 1, "devices": ["cpu"], "seed": 0, "timeout": 600.0}}
+    writer = ResultsWriter(path, header)
+    for r in records:
+        writer.append(CaseRecord.from_json(r))
+    writer.close()
+    return path
+
+
+def gpu_run():
+    return [case("sort", 1000, "torch", 20e-6, "gpu", "2.11.0"), case("sort", 10**6, "torch", 50e-6, "gpu", "2.11.0"),
+            case("sort", 1000, "cupy", 10e-6, "gpu"), case("sort", 10**6, "cupy", 150e-6, "gpu"),
+            case("sort", 1000, "numpy", 5e-6), case("sort", 10**6, "numpy", 40e-3)]
+
+
+def cpu_run(torch_version, torch_big):
+    recs = [case("sort", 1000, "numpy", 10e-6), case("sort", 10**6, "numpy", 30e-3),
+            case("sort", 1000, "torch", 40e-6, version=torch_version),
+            case("sort", 10**6, "torch", torch_big, version=torch_version)]
+    return recs + [case(SCRIPT, 1000, "numpy", 1e-5), case(SCRIPT, 1000, "torch", 3e-5, version=torch_version)]
+
+
+@pytest.fixture
+def cli(capsys):
+    def run(*args):
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def two_machine_store(tmp_path: Path) -> Path:
+    """Three runs on two machines: an H100 VM, and a 2-core EPYC VM whose torch went from 2.11 to 2.13."""
+    db = tmp_path / "s3cret-team-store.db"
+    files = [write_run(tmp_path / "gpu.jsonl", "20260101-000000-aaaaaa", "2026-01-01T00:00:00Z", GPU_ENV, gpu_run()),
+             write_run(tmp_path / "cpu1.jsonl", "20260102-000000-bbbbbb", "2026-01-02T00:00:00Z", CPU_ENV,
+                       cpu_run("2.11.0", 60e-3)),
+             write_run(tmp_path / "cpu2.jsonl", "20260103-000000-cccccc", "2026-01-03T00:00:00Z", CPU_ENV,
+                       cpu_run("2.13.0", 30.3e-3))]
+    assert main(["import", *map(str, files), "--store", str(db)]) == 0
+    return db
+
+
+@pytest.fixture
+def store(tmp_path, capsys):
+    db = two_machine_store(tmp_path)
+    capsys.readouterr()  # what the import printed
+    return db
+
+
+def test_answer_names_the_fastest_on_each_machine_and_writes_a_tie_as_a_tie(store, cli):
+    code, out, _ = cli("answer", "--store", str(store))
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("sort (float32)"))
+    # Both machines measured d = 10⁶: that is the size the sentence compares them at.
+    assert line.startswith("sort (float32) at d = 10⁶: on the 2-core EPYC, numpy·eager (30 ms, 95 % interval ")
+    assert "tied with torch·eager within noise); on the H100, torch·eager·gpu (50 µs" in line
+    assert line.endswith("3× ahead of cupy·eager·gpu).")
+    assert "the H100: vm · Intel(R) Xeon(R) Processor ×16 · NVIDIA H100 80GB HBM3" in out
+    # The latest run of each case counts: torch 2.11's 60 ms on the EPYC is history, not the answer.
+    said = {a.workload: a for a in across(load_store(str(store)))}
+    epyc = said["sort"].verdicts[0]
+    assert epyc.lead.tied and epyc.lead.best["median_s"] == pytest.approx(30e-3)
+
+
+def test_machines_are_named_as_people_call_them_and_kept_apart():
+    assert short_name(GPU_ENV) == "H100" and short_name(CPU_ENV) == "2-core EPYC"
+    desktop = {"cpu_model": "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", "cpu_logical": 12}
+    assert short_name(desktop) == "12-core Core i7-8700"
+    assert short_name({"gpus": [{"name": "NVIDIA A100-SXM4-40GB"}] * 2}) == "2× A100-SXM4"
+    twins = {"a": {**CPU_ENV, "hostname": "ci-1"}, "b": {**CPU_ENV, "hostname": "ci-2"}, "c": GPU_ENV}
+    assert machine_names(twins) == {"a": "2-core EPYC (ci-1)", "b": "2-core EPYC (ci-2)", "c": "H100"}
+
+
+class Links(HTMLParser):
+    """Every href and src of a page, and every element's tag."""
+
+    def __init__(self):
+        super().__init__()
+        self.targets, self.tags = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.targets += [v for k, v in attrs if k in ("href", "src") and v]
+
+
+def parsed(page: Path) -> Links:
+    p = Links()
+    p.feed(page.read_text())
+    return p
+
+
+def test_publish_writes_the_answer_workloads_framework_versions_and_every_runs_report(store, cli, tmp_path):
+    site = tmp_path / "site"
+    code, _, err = cli("publish", str(site), "--store", str(store))
+    assert code == 0, err
+    assert f"site: {site / 'index.html'}" in err
+    index = (site / "index.html").read_text()
+    assert index.index('id="answer"') < index.index('id="machines"')  # the answer comes first
+    assert "on the 2-core EPYC, numpy·eager" in index and "on the H100, torch·eager·gpu" in index
+    for run in ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb", "20260103-000000-cccccc"):
+        assert (site / "runs" / run / "report.html").is_file() and (site / "runs" / run / "results.csv").is_file()
+        assert f'href="runs/{run}/report.html"' in index
+    # Every link of every page the site itself writes resolves to a file of the site.
+    pages = [site / "index.html", *(site / "workloads").glob("*.html"), *(site / "frameworks").glob("*.html")]
+    assert len(pages) == 1 + 2 + 3  # sort and the hostile workload; cupy, numpy, torch
+    for page in pages:
+        for target in parsed(page).targets:
+            assert not urlsplit(target).scheme, f"{page.name} reaches out to {target}"
+            path = (page.parent / unquote(urlsplit(target).path)).resolve()
+            assert path.is_file() and site.resolve() in path.parents, f"{page.name}: {target} does not resolve"
+    # The question after an upgrade: torch 2.11 -> 2.13 on the EPYC, 2× faster at 10⁶, the same at 1000.
+    torch = (site / "frameworks" / "torch.html").read_text()
+    assert "From torch 2.11.0 to 2.13.0, on the cases measured under both: 1 faster beyond noise, 0 slower, " \
+           "2 within noise." in torch
+    assert "2× faster" in torch and "Only torch 2.11.0 was run on this machine" in torch  # the H100's one version
+    sort = (site / "workloads" / "sort.html").read_text()
+    assert 'class="tie"' in sort and "tied with torch·eager within noise" in sort
+    assert "memory-bound" in sort or "compute-bound" in sort or "dispatch-bound" in sort  # the report's figures
+
+
+def test_every_result_string_is_escaped_and_the_site_carries_no_store_name(store, cli, tmp_path):
+    site = tmp_path / "site"
+    assert cli("publish", str(site), "--store", str(store))[0] == 0
+    pages = [site / "index.html", *(site / "workloads").glob("*.html"), *(site / "frameworks").glob("*.html")]
+    for page in pages:
+        text = page.read_text()
+        assert "script" not in parsed(page).tags and "<img" not in text, page.name
+        assert "default-src 'none'" in text  # and the browser would refuse a script anyway
+    index = (site / "index.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in index and "&lt;img src=x onerror=alert(2)&gt;" in index
+    hostile = [p for p in (site / "workloads").glob("*.html") if p.name != "sort.html"]
+    assert len(hostile) == 1 and re.fullmatch(r"script-alert-1-script-[0-9a-f]{8}\.html", hostile[0].name)
+    # Built from records only: the store's own name (a URL's password, for a shared one) is in no file.
+    for f in site.rglob("*"):
+        if f.is_file():
+            assert b"s3cret" not in f.read_bytes(), f
+
+
+def test_publish_replaces_its_own_site_and_refuses_other_folders_and_stores(store, cli, tmp_path):
+    site = tmp_path / "site"
+    assert cli("publish", str(site), "--store", str(store))[0] == 0
+    stale, gone_run = site / "workloads" / "gone.html", site / "runs" / "20250101-000000-dddddd"
+    stale.write_text("from an earlier publish")
+    gone_run.mkdir()
+    report = site / "runs" / "20260101-000000-aaaaaa" / "report.html"
+    report.write_text("kept: its run has the same records as when it was published")
+    code, _, err = cli("publish", str(site), "--store", str(store))
+    assert code == 0 and "3 run reports of which 3 unchanged" in err
+    assert not stale.exists() and not gone_run.exists() and report.read_text().startswith("kept")
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep")
+    code, _, err = cli("publish", str(other), "--store", str(store))
+    assert code == 2 and err.count("\n") == 1 and "holds no published site" in err
+    code, _, err = cli("answer", "--store", str(tmp_path / "none.db"))
+    assert code == 2 and "no results store at" in err and not (tmp_path / "none.db").exists()
+
+
+def test_derived_figures_travel_in_results_csv_json_and_exports_and_agree_with_the_report_tables(tmp_path):
+    res = synthetic_results()
+    write_all([res], tmp_path)
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert set(FIGURES) <= set(csv_columns()) and set(FIGURES) <= set(rows[0])
+    views = {v.record.id: v for v in ReportData.from_results([res]).records}
+
+    def same(text, value):
+        return value is None and text == "" or value is not None and float(text) == pytest.approx(value)
+
+    for row in rows:
+        view = views[row["id"]]
+        assert row["bound"] == (view.bound or "")
+        assert all(same(row[name], view[name]) for name in FIGURES if name != "bound")
+    assert {r["bound"] for r in rows} >= {"dispatch", "memory", "compute"}
+    # The HTML report's table shows the same bound and speedup for each case.
+    html = (tmp_path / "report.html").read_text()
+    table = html[html.index('<table class="sortable" id="cases">'):]
+    table = table[:table.index("</table>")]
+    head = re.findall(r'<th scope="col">([^<]*)</th>', table[:table.index("</thead>")])
+    shown = 0
+    for tr in re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>"):], re.S):
+        cells = dict(zip(head, (re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)),
+                         strict=True))
+        row = next(r for r in rows if (r["workload"], r["size"], r["backend"], r["mode"])
+                   == (cells["workload"], cells["size"], cells["backend"], cells["mode"]))
+        assert cells["bound"] == row["bound"]
+        assert cells["speedup"] == (f"{float(row['speedup']):.2f}×" if row["speedup"] else "")
+        shown += 1
+    assert shown == len([r for r in rows if r["status"] != "unavailable"])
+    # The JSON formats: `show --format json`'s records, pytest-benchmark's extra_info, BMF's measures.
+    by_id = {r["id"]: r for r in rows}
+    for rec in exports.records_with_figures(res):
+        assert rec["bound"] == views[rec["id"]].bound
+        assert all(same(by_id[rec["id"]][name], rec[name]) for name in FIGURES if name != "bound")
+    for bench in exports.pytest_benchmark(res)["benchmarks"]:
+        info = bench["extra_info"]
+        assert {k: info[k] for k in FIGURES} == views[info["case_id"]].figures()
+    bmf = exports.bmf(res)
+    for r in exports.correct_records(res):
+        measures = bmf[exports.benchmark_name(r)]
+        for name, measure in exports.BMF_MEASURES.items():
+            value = views[r.id][name]
+            assert (measure not in measures) if value is None else measures[measure]["value"] == value
+
+
+def test_show_prints_every_derived_figure_with_each_record_as_json_and_csv(store, cli):
+    import json
+
+    code, out, _ = cli("show", "20260103-000000-cccccc", "--store", str(store), "--format", "json")
+    assert code == 0
+    records = json.loads(out)["records"]
+    assert records and all(set(FIGURES) <= set(r) for r in records)
+    assert any(r["bound"] for r in records) and any(r["speedup"] for r in records)
+    code, out, _ = cli("show", "20260103-000000-cccccc", "--store", str(store), "--format", "csv")
+    assert code == 0 and set(FIGURES) <= set(next(csv.reader(out.splitlines())))

@@ -1,0 +1,93 @@
+"""The published site in a real browser (Debian's chromium, headless, from file://): it loads offline, its first
+screen shows the answer, its links to the runs' reports resolve, and a hostile workload name runs nothing."""
+
+import json
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from test_publish import SCRIPT, two_machine_store
+from test_report_browser import CHROMIUM, chromium
+
+from arraybench.cli import main
+
+pytestmark = [
+    pytest.mark.integration,
+    # As the report's browser test: skipped only on a developer's machine without chromium.
+    pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                       reason="chromium is not installed; `make browser` installs it"),
+]
+# The window a reader opens the site in: the answer must be inside it without scrolling.
+WINDOW = (1280, 800)
+
+# Runs in a copy of index.html (beside it, so its links resolve alike) once the page has loaded.
+PROBE = """<script>
+window.probeErrors = [];
+addEventListener("error", (ev) => window.probeErrors.push(ev.message || "failed to load " + ev.target.src), true);
+addEventListener("securitypolicyviolation", (ev) => window.probeErrors.push("blocked " + ev.violatedDirective));
+addEventListener("load", () => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const answer = document.getElementById("answer");
+  const box = answer.getBoundingClientRect();
+  const items = Array.from(answer.querySelectorAll("ul.answer li"));
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({
+    errors: window.probeErrors,
+    first: document.querySelector("main section").id,
+    top: box.top, height: window.innerHeight,
+    firstItemBottom: items.length ? items[0].getBoundingClientRect().bottom : null,
+    answers: items.map((li) => li.textContent),
+    scripts: document.scripts.length,
+    evil: {asText: document.body.textContent.includes(EVIL_TEXT), imgs: document.querySelectorAll("img").length},
+    reports: Array.from(document.querySelectorAll('a[href$="report.html"]')).map((a) => a.href),
+    domContentLoadedMs: nav.domContentLoadedEventEnd, loadMs: nav.loadEventStart,
+  });
+  document.body.append(out);
+});
+</script>""".replace("EVIL_TEXT", json.dumps(SCRIPT).replace("</", "<\\/"))  # not the end of this script
+
+
+def probe(tmp_path: Path, page: Path) -> dict:
+    """The page as a reader's browser saw it once loaded (the probe needs its inline script allowed)."""
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text(), count=1)
+    copy = page.with_name("probe.html")
+    copy.write_text(text.replace("<head>", "<head>\n" + PROBE, 1))
+    dom = chromium(tmp_path, f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom", copy.as_uri())
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
+    assert found, dom.stderr[-2000:]
+    copy.unlink()
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                      .replace("&amp;", "&"))
+
+
+def test_the_site_loads_offline_answers_on_its_first_screen_and_links_every_report(tmp_path, capsys):
+    assert CHROMIUM is not None, "chromium is missing in CI: `make browser` installs it"
+    site = tmp_path / "site"
+    assert main(["publish", str(site), "--store", str(two_machine_store(tmp_path))]) == 0
+    capsys.readouterr()
+
+    seen = probe(tmp_path, site / "index.html")
+    assert seen["errors"] == []
+    # The answer is the first section, on the first screen, with the sort sentence across both machines.
+    assert seen["first"] == "answer" and seen["top"] < 300
+    assert seen["firstItemBottom"] is not None and seen["firstItemBottom"] < seen["height"]
+    sort = next(a for a in seen["answers"] if a.startswith("sort (float32)"))
+    assert "on the 2-core EPYC, numpy·eager" in sort and "on the H100, torch·eager·gpu" in sort
+    # The hostile workload name is text; the page has no script but the probe's and no image at all.
+    assert seen["evil"] == {"asText": True, "imgs": 0} and seen["scripts"] == 1
+    # Each run's report, as the browser resolved its link, is a file of the site, and opens.
+    reports = {Path(unquote(urlsplit(href).path)) for href in seen["reports"]}
+    assert reports == {site / "runs" / run / "report.html" for run in
+                       ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb", "20260103-000000-cccccc")}
+    dom = chromium(tmp_path, "--dump-dom", sorted(reports)[-1].as_uri())
+    assert "<h1>arraybench report</h1>" in dom.stdout and "sort" in dom.stdout
+
+    # The page as published (its content security policy on): nothing runs, nothing is reported.
+    dom = chromium(tmp_path, "--dump-dom", (site / "index.html").as_uri())
+    assert "<script" not in dom.stdout and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout
+    assert "CONSOLE" not in dom.stderr
+    print(f"first screen: DOMContentLoaded {seen['domContentLoadedMs']:.0f} ms, load {seen['loadMs']:.0f} ms "
+          f"({(site / 'index.html').stat().st_size} bytes)")
