@@ -23,18 +23,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-PAGE = 4096
-OFFSETS = tuple(range(0, PAGE, 64))
+from arraybench.execution.case_executor import LINE, PAGE, placed
 
-
-def placed(n: int, dtype: type, offset: int) -> np.ndarray:
-    """A fresh array of n elements whose first byte sits `offset` bytes past a page boundary."""
-    itemsize = np.dtype(dtype).itemsize
-    buf = np.empty(n * itemsize + 2 * PAGE, dtype=np.uint8)
-    start = (-buf.ctypes.data) % PAGE + offset
-    out = buf[start:start + n * itemsize].view(dtype)
-    out[...] = 0
-    return out
+OFFSETS = tuple(range(0, PAGE, LINE))
 
 
 def timed(fn: Callable[[], object], target_s: float = 0.02, repeats: int = 5) -> float:
@@ -55,7 +46,9 @@ def timed(fn: Callable[[], object], target_s: float = 0.02, repeats: int = 5) ->
 
 def kernel_at(name: str, n: int, d: int) -> Callable[[], object]:
     rng = np.random.default_rng(0)
-    a, b, c = placed(n, np.float32, 0), placed(n, np.float32, d), placed(n, np.float32, (2 * d) % PAGE)
+    zeros = np.zeros(n, dtype=np.float32)
+    # The same placement the workers give a case's inputs (case_executor.placed).
+    a, b, c = placed(zeros, 0), placed(zeros, d), placed(zeros, (2 * d) % PAGE)
     a[...] = rng.standard_normal(n)
     b[...] = rng.standard_normal(n)
     op = np.add if name == "add" else np.multiply

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,26 @@ class FakeClock:
 @pytest.fixture
 def fake_clock() -> FakeClock:
     return FakeClock()
+
+
+def at_once(fn: Callable[[], object], threads: int) -> list[Exception]:
+    """Run `fn` in `threads` threads released at the same moment; what they raised (any failure is
+    the defect a race test looks for), in no particular order."""
+    start, errors = threading.Barrier(threads), []
+
+    def run() -> None:
+        start.wait()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - any failure is the defect
+            errors.append(e)
+
+    started = [threading.Thread(target=run) for _ in range(threads)]
+    for t in started:
+        t.start()
+    for t in started:
+        t.join()
+    return errors
 
 
 @pytest.fixture(scope="session", autouse=True)

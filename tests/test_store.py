@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import TINY, read_jsonl
+from conftest import TINY, at_once, read_jsonl
 
 import arraybench
 from arraybench.case import Case
@@ -212,23 +212,13 @@ def test_ambiguous_prefix_names_the_candidates(tmp_path, run_cli):
 def test_runs_that_create_one_store_at_the_same_moment_all_open_it(tmp_path):
     """SQLite reports "database is locked" at once, without waiting, to a second connection that
     switches a new file to WAL at the same moment as the first (3 of 120 openings failed so)."""
-    import threading
 
     for k in range(60):
         db = tmp_path / f"s{k}.db"
-        start, errors = threading.Barrier(4), []
 
-        def open_it(db=db, start=start, errors=errors):
-            start.wait()
-            try:
-                with Store(db):
-                    pass
-            except Exception as e:  # noqa: BLE001 - any failure is the defect
-                errors.append(e)
+        def open_it(db=db):
+            with Store(db):
+                pass
 
-        threads = [threading.Thread(target=open_it) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        errors = at_once(open_it, 4)
         assert not errors, errors

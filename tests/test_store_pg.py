@@ -8,11 +8,10 @@ import secrets
 import sqlite3
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-from conftest import TINY
+from conftest import TINY, at_once
 from pg_server import Unavailable, free_port, throwaway_server
 from test_compare import processes, record, results_file
 
@@ -95,21 +94,12 @@ def test_one_schema_and_the_same_runs_on_both_engines(pg, tmp_path):
 
 @needs_server
 def test_machines_opening_a_new_store_at_once_migrate_it_once(pg):
-    start, errors = threading.Barrier(6), []
 
     def open_it():
-        start.wait()
-        try:
-            with Store(pg) as st:
-                assert st.version() == SCHEMA
-        except Exception as e:  # noqa: BLE001 - any failure is the defect
-            errors.append(e)
+        with Store(pg) as st:
+            assert st.version() == SCHEMA
 
-    threads = [threading.Thread(target=open_it) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = at_once(open_it, 6)
     assert not errors, errors
     with Store(pg) as st:
         assert st.conn.execute("SELECT COUNT(*), MIN(version) FROM arraybench_schema").fetchone() == (1, SCHEMA)
@@ -171,21 +161,13 @@ def test_one_run_pushed_from_several_places_at_once_lands_once_in_order(pg, tmp_
     local = tmp_path / "local.db"
     with Store(local) as st:
         rid, _ = st.add_results(load_results(results_file(tmp_path / "r.jsonl", records)))
-    start, added, errors = threading.Barrier(4), [], []
+    added = []
 
     def push():
-        start.wait()
-        try:
-            with Store(local, create=False) as src, Store(pg) as dst:
-                added.append(dst.copy_from(src, rid))
-        except Exception as e:  # noqa: BLE001 - any failure is the defect
-            errors.append(e)
+        with Store(local, create=False) as src, Store(pg) as dst:
+            added.append(dst.copy_from(src, rid))
 
-    threads = [threading.Thread(target=push) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = at_once(push, 4)
     assert not errors, errors
     assert sorted(a for a, _ in added) == [0, 0, 0, 300] and {t for _, t in added} == {300}
     with Store(pg) as st:
