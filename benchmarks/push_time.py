@@ -1,7 +1,7 @@
 """How long `arraybench push` takes for a run of 10 000 case records, to a PostgreSQL store on this machine.
 
 A synthetic run (each record a real record's shape: 3 processes x 10 samples, backend info, layout)
-is imported into a local SQLite store, then pushed with the CLI into a new database of a throwaway
+is imported into a local SQLite store (which derives and stores each case's figures), then pushed with the CLI into a new database of a throwaway
 server (tests/pg_server.py: default settings, fsync on), pushed again (nothing to add) and pulled
 into a new SQLite store. Each is timed `ROUNDS` times, each round on new databases; the medians
 are printed. A URL argument pushes into that database instead (one new run a round; the password
@@ -64,17 +64,18 @@ def timed(*args: str) -> float:
 
 def measure(url_of: Callable[[int], str], n: int, tmp: Path) -> None:
     """Each round: a new run (its own id), imported locally, pushed to `url_of(round)` twice, pulled back."""
-    first, again, pull = [], [], []
+    imported, first, again, pull = [], [], [], []
     for k in range(ROUNDS):
         results = synthetic_run(tmp / f"results{k}.jsonl", n)
         size = results.stat().st_size / n
         local = tmp / f"local{k}.db"
-        timed("import", str(results), "--store", str(local))
+        imported.append(timed("import", str(results), "--store", str(local)))
         url = url_of(k)
         first.append(timed("push", "--to", url, "--store", str(local)))
         again.append(timed("push", "--to", url, "--store", str(local)))
         pull.append(timed("pull", "--from", url, "--store", str(tmp / f"pulled{k}.db")))
     print(f"{n} case records ({size / 1024:.1f} KiB each in the results file), median of {ROUNDS} rounds:")
+    print(f"  import into a new SQLite store   {statistics.median(imported):6.2f} s   (figures derived and stored)")
     print(f"  push to a new PostgreSQL store   {statistics.median(first):6.2f} s   (rounds: "
           + ", ".join(f"{t:.2f}" for t in first) + ")")
     print(f"  push again (nothing to add)      {statistics.median(again):6.2f} s")

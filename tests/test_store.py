@@ -1,5 +1,6 @@
 """The results store: runs land in it record by record, and history, show, export, import read it back."""
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from arraybench.case import Case
 from arraybench.environment import fingerprint
 from arraybench.execution.case_executor import blank_record
 from arraybench.record import CaseRecord
+from arraybench.report.model import run_views
 from arraybench.results import load_results
 from arraybench.store import SCHEMA, Store, recording
 
@@ -48,6 +50,22 @@ def test_run_is_stored_with_every_record_and_raw_samples(stored_run):
     assert stored.records == load_results(results_file).records
     assert [r.samples_s for r in stored.records] == [tuple(r["samples_s"]) for r in on_disk[1:] if r["type"] == "case"]
     assert all(len(r["samples_s"]) >= 3 for r in stored.records)
+
+
+def stored_figures(st, rid):
+    """Run `rid`'s figures column, by case id, as JSON objects (rows without figures left out)."""
+    return {cid: json.loads(f) for cid, f in st.conn.execute(
+        "SELECT case_id, figures FROM cases WHERE run_id = ? AND figures IS NOT NULL", (rid,))}
+
+
+def test_a_completed_run_stores_the_figures_the_report_derives(stored_run):
+    db, results_file = stored_run
+    with Store(db) as st:
+        [run] = st.runs()
+        figures = stored_figures(st, run.id)
+    views = run_views(load_results(results_file))
+    assert figures == {cid: json.loads(json.dumps(v.figures())) for cid, v in views.items()}
+    assert {f["speedup"] is not None and f["bound"] is not None for f in figures.values()} == {True}
 
 
 def test_history_show_and_unknown_run(stored_run, run_cli):
@@ -128,6 +146,12 @@ def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
     on_record(replace(fake_record(1), status="error"))
     [run] = Store(db).runs()
     assert run.cases == 3 and run.failed == 1
+    # Figures sit on each case's latest record only; filling again changes nothing.
+    with Store(db) as st:
+        st.fill_figures("r1")
+        assert st.conn.execute("SELECT seq FROM cases WHERE figures IS NOT NULL ORDER BY seq").fetchall() == [
+            (0,), (2,), (3,)]
+        assert st.fill_figures("r1") == 0
 
 
 def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):
@@ -148,6 +172,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from arraybench.record import CaseRecord
+from arraybench.report.model import run_views
 from arraybench.results import ResultsWriter
 from arraybench.store import recording
 db, out, rid, n = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -188,6 +213,19 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     assert statuses == [("ok",)]
     assert {r["backend"] for r in res.records} == {"numba", "numpy"}
     assert all(r["samples_s"] for r in res.records)
+
+
+def test_a_version_3_store_gets_the_figures_of_its_runs(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript((FIXTURES / "store-v3.sql").read_text())
+    with Store(db) as st:
+        assert st.version() == SCHEMA
+        [run] = st.runs()
+        figures = stored_figures(st, run.id)
+        views = run_views(st.load(run.id))
+    assert figures and figures == {cid: json.loads(json.dumps(v.figures())) for cid, v in views.items()}
+    assert [f["speedup"] for f in figures.values()] == [1.0]
 
 
 def test_a_store_from_a_newer_arraybench_is_refused(tmp_path, run_cli):

@@ -193,6 +193,9 @@ def test_push_and_pull_copy_runs_once_with_their_machines(pg, tmp_path, run_cli)
         for run in src.runs():
             assert src.load(run.id).header == shared.load(run.id).header == dst.load(run.id).header
             assert src.load(run.id).records == dst.load(run.id).records
+            figures = "SELECT seq, figures FROM cases WHERE run_id = ? ORDER BY seq"
+            assert src.db.execute(figures, (run.id,)).fetchall() == dst.db.execute(figures, (run.id,)).fetchall()
+            assert all(f is not None for _, f in shared.db.execute(figures, (run.id,)).fetchall())
 
     code, out, _ = run_cli("history", "--store", pg)
     assert code == 0 and "aaaaaa" in out and "bbbbbb" in out and "gpu-box" in out

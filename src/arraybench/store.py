@@ -50,7 +50,7 @@ class Spelled:
 # user_version) and PostgreSQL (table arraybench_schema) run the same list. Never edit one that
 # has been released: append the next. tests/fixtures keeps a SQLite store of every older version,
 # so opening an old store is always tested.
-MIGRATIONS: list[tuple[str | Spelled, ...]] = [
+MIGRATIONS: list[tuple[str | Spelled | Callable[[Store], object], ...]] = [
     # 1: runs (the results-file header, split into the parts people query) and their records,
     #    each record the JSON object the results file holds, raw samples included.
     (
@@ -100,10 +100,19 @@ MIGRATIONS: list[tuple[str | Spelled, ...]] = [
         "DROP INDEX cases_run",
         "CREATE UNIQUE INDEX cases_run_seq ON cases(run_id, seq)",
     ),
+    # 4: figures, the report's derived figures of a case (report.model.FIGURES: bound, speedup,
+    #    GFLOP/s, GB/s, intensity, % of peak) as a JSON object on the latest record of each case of
+    #    a run, so a user's SQL and the published site read them without recomputing. They depend
+    #    on the whole run (speedup is against its NumPy case), so they are filled per run: here for
+    #    the runs already stored, then whenever a run completes, is imported or is copied.
+    (
+        "ALTER TABLE cases ADD COLUMN figures TEXT",
+        lambda st: [st.fill_figures(rid) for (rid,) in st.db.execute("SELECT id FROM runs").fetchall()],
+    ),
 ]
 SCHEMA = len(MIGRATIONS)
 RUN_COLUMNS = "id, started, machine, arraybench_version, environment, settings, header"
-CASE_COLUMNS = "run_id, seq, case_id, record, backend, mode, status"
+CASE_COLUMNS = "run_id, seq, case_id, record, backend, mode, status, figures"
 
 
 @dataclass(frozen=True)
@@ -282,6 +291,9 @@ class Store:
                 if current >= SCHEMA:
                     break
                 for statement in MIGRATIONS[current]:
+                    if callable(statement):  # a step SQL cannot say, run in the same transaction
+                        statement(self)
+                        continue
                     sql = getattr(statement, self.db.dialect) if isinstance(statement, Spelled) else statement
                     if sql is not None:
                         self.db.execute(sql)
@@ -314,7 +326,7 @@ class Store:
 
     def _insert_cases(self, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self.db.executemany(f"INSERT INTO cases ({CASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            self.db.executemany(f"INSERT INTO cases ({CASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def add_results(self, results: Results) -> tuple[str, int]:
         """Store a results file's run and whichever of its records the store lacks.
@@ -328,7 +340,30 @@ class Store:
             self.db.lock_run(rid)
             have = self._count(rid)
             self._insert_cases([_case_row(rid, seq, rec) for seq, rec in enumerate(results.records) if seq >= have])
+            if len(results.records) > have:  # the store now holds exactly the file's records
+                self.fill_figures(rid, results)
         return rid, max(0, len(results.records) - have)
+
+    def fill_figures(self, rid: str, results: Results | None = None) -> int:
+        """Write the report's derived figures of run `rid` onto the latest record of each of its
+        cases (and clear them from a case's earlier attempts); returns how many rows changed.
+        `results`: the run as loaded already (the same records as stored), to spare loading it again."""
+        from arraybench.report.model import run_views  # the report is heavier than the store
+
+        latest = dict(self.db.execute("SELECT case_id, MAX(seq) FROM cases WHERE run_id = ? GROUP BY case_id",
+                                      (rid,)).fetchall())
+        views = run_views(results if results is not None else self.load(rid))
+        want = {latest[cid]: _dumps(view.figures()) for cid, view in views.items() if cid in latest}
+        return self._set_figures(rid, want)
+
+    def _set_figures(self, rid: str, want: dict[int, str | None]) -> int:
+        """Set the figures column of run `rid`'s rows to `want` (by seq; NULL for the rest), touching
+        only the rows whose figures differ."""
+        have = dict(self.db.execute("SELECT seq, figures FROM cases WHERE run_id = ?", (rid,)).fetchall())
+        rows = [(want.get(seq), rid, seq) for seq, figures in have.items() if figures != want.get(seq)]
+        if rows:
+            self.db.executemany("UPDATE cases SET figures = ? WHERE run_id = ? AND seq = ?", rows)
+        return len(rows)
 
     def copy_from(self, source: Store, rid: str) -> tuple[int, int]:
         """Copy run `rid` of `source` into this store, row for row (its machine, environment and
@@ -345,6 +380,9 @@ class Store:
             rows = source.db.execute(f"SELECT {CASE_COLUMNS} FROM cases WHERE run_id = ? AND seq >= ? ORDER BY seq",
                                      (rid, have)).fetchall()
             self._insert_cases([tuple(r) for r in rows])
+            # A run copied while it ran had no figures yet, or older ones: bring them up to date.
+            self._set_figures(rid, dict(source.db.execute(
+                "SELECT seq, figures FROM cases WHERE run_id = ? AND figures IS NOT NULL", (rid,)).fetchall()))
         return len(rows), total
 
     def runs(self) -> list[RunSummary]:
@@ -414,7 +452,7 @@ class Store:
 
 def _case_row(rid: str, seq: int, record: CaseRecord) -> tuple[Any, ...]:
     """A record as a row of the cases table (CASE_COLUMNS)."""
-    return (rid, seq, record.id, _dumps(record.to_json()), record.backend, record.mode, record.status)
+    return (rid, seq, record.id, _dumps(record.to_json()), record.backend, record.mode, record.status, None)
 
 
 def _header(env: str, settings: str, rest: str) -> dict[str, Any]:

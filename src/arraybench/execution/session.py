@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from arraybench import __version__, environment, peaks, refine
+from arraybench import __version__, environment, peaks, refine, run_ids
 from arraybench.case import Case
 from arraybench.errors import UsageError
 from arraybench.execution.parent import Progress, RunConfig, Runner
@@ -20,6 +21,7 @@ from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, wri
 from arraybench.run_ids import new_run_id
 from arraybench.settings import RunSettings
 from arraybench.store import Store, recording
+from arraybench.store_pg import one_line, redact
 
 
 class CaseRunner(Protocol):
@@ -119,9 +121,31 @@ def execute(
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
     finally:
         writer.close()
+        if store is not None:
+            store_figures(store, writer.path)
     # Kept after an interruption, for --resume (the CLI says how much it holds).
     shutil.rmtree(cache_dir(out_dir), ignore_errors=True)
     return load_results(out_dir)
+
+
+def store_figures(store: str | os.PathLike[str], results_path: Path) -> None:
+    """Write the run's derived figures into the store once its records are in (also after an
+    interruption: a resume fills them again). A store that fails says so and loses nothing: the
+    records are in the results file, and in the store as far as it went."""
+    def warn(e: Exception) -> None:
+        print(f"arraybench: warning: the run's figures were not stored in {redact(store)}: {one_line(e)}",
+              file=sys.stderr)
+
+    try:
+        st = Store(store)
+    except UsageError as e:
+        return warn(e)
+    with st:
+        try:
+            with st.db.transaction():
+                st.fill_figures(run_ids.run_id(load_results(results_path).header))
+        except (UsageError, *st.errors) as e:
+            warn(e)
 
 
 def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:
