@@ -4,6 +4,7 @@ Against a real PostgreSQL server that the module starts itself (pg_server.py); w
 (no initdb, no psycopg, root without a `postgres` user), those tests skip and say why.
 """
 
+import re
 import secrets
 import sqlite3
 import subprocess
@@ -15,6 +16,8 @@ from conftest import TINY, at_once
 from pg_server import Unavailable, free_port, throwaway_server
 from test_compare import processes, record, results_file
 
+import arraybench
+from arraybench.errors import UsageError
 from arraybench.results import load_results
 from arraybench.store import MIGRATIONS, SCHEMA, Store, recording
 from arraybench.store_pg import redact
@@ -156,6 +159,21 @@ def test_a_shared_store_failing_mid_run_warns_once_and_the_run_goes_on(pg, tmp_p
 
 
 @needs_server
+def test_a_connection_lost_mid_command_is_a_one_line_error(pg, tmp_path):
+    import psycopg
+
+    a, _ = two_machines(tmp_path)
+    with Store(pg) as st:
+        st.add_results(load_results(a))
+        pid = st.conn.info.backend_pid
+        with psycopg.connect(pg, autocommit=True) as admin:  # as a server restart or a dropped network would
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(UsageError, match=f"^lost the connection to results store {re.escape(pg)}: ") as e:
+            st.runs()
+    assert "\n" not in str(e.value)
+
+
+@needs_server
 def test_one_run_pushed_from_several_places_at_once_lands_once_in_order(pg, tmp_path):
     records = [record("numpy", "eager", n + 2, processes(1e-3, n=5, seed=n)) for n in range(300)]
     local = tmp_path / "local.db"
@@ -224,6 +242,9 @@ def test_the_store_comes_from_the_environment_or_pyproject(pg, tmp_path, monkeyp
     assert code == 0 and "run 20260101-000000-aaaaaa" in out
     code, _, err = run_cli("history", "--store", "none.db")
     assert code == 2 and "no results store at 'none.db'" in err
+    # The Python API reads the same store a command would.
+    assert arraybench.load("latest").header["run_id"] == "20260101-000000-aaaaaa"
+    assert arraybench.compare("latest", "latest").cases
 
 
 @needs_server

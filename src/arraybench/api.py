@@ -20,7 +20,7 @@ from arraybench.errors import UsageError, require_linux
 from arraybench.results import Results
 from arraybench.run_ids import run_id
 from arraybench.settings import run_settings
-from arraybench.store import DEFAULT_PATH
+from arraybench.store import Configured, default_store
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
 
@@ -302,7 +302,7 @@ def run(
     refine: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
-    store: str | os.PathLike[str] | None = DEFAULT_PATH,
+    store: str | os.PathLike[str] | Configured | None = Configured.STORE,
 ) -> Results:
     """Measure workloads as `arraybench run` does and return the results (`.to_dataframe()`).
 
@@ -313,8 +313,9 @@ def run(
     `workloads`: built-in names, a `.py` file (all its workloads) or workloads defined in
     one. The results file goes to `output_dir` (a new temporary directory by default, see
     `results.path`), where `arraybench report` and `compare` read it. The run is also added
-    to the results store `store` (a SQLite file or a postgresql:// URL, as `arraybench run`
-    does; None for none), so `arraybench history` lists notebook runs too and
+    to the results store `store` (a SQLite file or a postgresql:// URL; by default the one
+    `arraybench run` would use: $ARRAYBENCH_STORE, `store` of [tool.arraybench], else
+    .arraybench/results.db; None for none), so `arraybench history` lists notebook runs too and
     `compare("latest", ...)` finds them.
     """
     from arraybench import terminal
@@ -327,6 +328,8 @@ def run(
                             min_time=min_time, max_time=max_time, min_samples=min_samples,
                             processes=processes, workload_file=source, refine=refine)
     out_dir = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="arraybench-"))
+    if isinstance(store, Configured):
+        store = default_store()
     if not progress:
         return session.execute(settings, out_dir, store=store)
     with terminal.progress_display() as on_start:
@@ -338,13 +341,15 @@ def compare(
     new: str | os.PathLike[str] | Results,
     *,
     threshold: float = 0.05,
-    store: str | os.PathLike[str] = DEFAULT_PATH,
+    store: str | os.PathLike[str] | Configured = Configured.STORE,
 ) -> Comparison:
     """Compare two runs as `arraybench compare` does: each a Results, a results file or a stored
-    run id (`latest` too). The Comparison's `cases` hold a verdict per case; print it for the table."""
+    run id (`latest` too) of `store` (by default the one `arraybench run` would use). The
+    Comparison's `cases` hold a verdict per case; print it for the table."""
     from arraybench.comparison import compare as compare_results
     from arraybench.store import load
 
-    sides = [side if isinstance(side, Results) else load(side, store) for side in (base, new)]
+    location = default_store() if isinstance(store, Configured) else store
+    sides = [side if isinstance(side, Results) else load(side, location) for side in (base, new)]
     names = (f"run {run_id(sides[0].header)}", f"run {run_id(sides[1].header)}")
     return compare_results(sides[0], sides[1], threshold=threshold, names=names)

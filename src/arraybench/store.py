@@ -3,6 +3,7 @@ export, import, push, pull and compare."""
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import sqlite3
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 
 from arraybench import environment
 from arraybench.errors import UsageError
+from arraybench.project import project_config
 from arraybench.record import CaseRecord
 from arraybench.results import (
     FAILED,
@@ -30,6 +32,9 @@ from arraybench.run_ids import run_id
 from arraybench.store_pg import PostgresDB, is_url, one_line, redact
 
 DEFAULT_PATH = Path(".arraybench") / "results.db"
+# The store a command or the Python API uses when none is named: this variable, else `store` of
+# [tool.arraybench], else DEFAULT_PATH (default_store).
+STORE_ENV = "ARRAYBENCH_STORE"
 # Two runs writing at once take turns; a writer waits this long for the other's insert.
 BUSY_TIMEOUT_S = 60.0
 
@@ -353,7 +358,8 @@ class Store:
         latest = dict(self.db.execute("SELECT case_id, MAX(seq) FROM cases WHERE run_id = ? GROUP BY case_id",
                                       (rid,)).fetchall())
         views = run_views(results if results is not None else self.load(rid))
-        want = {latest[cid]: _dumps(view.figures()) for cid, view in views.items() if cid in latest}
+        want: dict[int, str | None] = {latest[cid]: _dumps(view.figures()) for cid, view in views.items()
+                                       if cid in latest}
         return self._set_figures(rid, want)
 
     def _set_figures(self, rid: str, want: dict[int, str | None]) -> int:
@@ -464,6 +470,24 @@ def _dumps(obj: Any) -> str:
     return json.dumps(finite(obj), default=str, allow_nan=False)
 
 
+class Configured(enum.Enum):
+    """The Python API's default `store`: the one `arraybench run` would use (default_store())."""
+
+    STORE = "the configured store"
+
+
+def default_store() -> str:
+    """The store when none is named: $ARRAYBENCH_STORE, else `store` of [tool.arraybench] in the
+    nearest pyproject.toml, else DEFAULT_PATH."""
+    if os.environ.get(STORE_ENV):
+        return os.environ[STORE_ENV]
+    path, table = project_config(Path.cwd())
+    value = table.get("store", str(DEFAULT_PATH))
+    if not isinstance(value, str):
+        raise UsageError(f"{path} [tool.arraybench]: store = {value!r} must be a path or a URL")
+    return value
+
+
 def recording(store: str | os.PathLike[str], results_path: Path,
               then: Callable[[CaseRecord], None]) -> Callable[[CaseRecord], None]:
     """Wrap a run's per-record callback so that each record also lands in the store.
@@ -494,10 +518,11 @@ def recording(store: str | os.PathLike[str], results_path: Path,
 
 
 def load(ref: str | os.PathLike[str], store: str | os.PathLike[str] | None = None) -> Results:
-    """A results file (or a directory holding one) or a stored run (id, unique prefix, `latest`)."""
+    """A results file (or a directory holding one) or a stored run (id, unique prefix, `latest`) of
+    `store` (by default default_store(): $ARRAYBENCH_STORE, [tool.arraybench], .arraybench/results.db)."""
     if Path(ref).exists() or "/" in str(ref) or str(ref).endswith(".jsonl"):
         return load_results(ref)  # a path: its own error (missing, empty...) says more
-    location = store if store is not None else DEFAULT_PATH
+    location = store if store is not None else default_store()
     if not is_url(location) and not Path(location).exists():
         raise UsageError(f"{str(ref)!r} is neither a results file nor a stored run (no results store at "
                          f"{str(location)!r})")

@@ -77,6 +77,8 @@ class PostgresDB:
         except ImportError:
             raise UsageError(f"results store {redact(url)} is PostgreSQL, which needs psycopg 3: {INSTALL}") from None
         self.errors: tuple[type[Exception], ...] = (psycopg.Error,)
+        self.url = url
+        self._lost_errors = (psycopg.OperationalError, psycopg.InterfaceError)
         extra: dict[str, Any] = {"application_name": "arraybench"}
         if "connect_timeout=" not in url:
             extra["connect_timeout"] = CONNECT_TIMEOUT_S
@@ -85,16 +87,28 @@ class PostgresDB:
         except psycopg.Error as e:
             raise UsageError(f"cannot connect to results store {redact(url)}: {one_line(e)}") from None
 
+    @contextmanager
+    def _connected(self) -> Iterator[None]:
+        """A connection lost mid-command (server gone, network down, session killed) is a one-line
+        error, not a traceback: the transaction it was in is rolled back, nothing half-written stays."""
+        try:
+            yield
+        except self._lost_errors as e:
+            if not self.conn.closed and not self.conn.broken:
+                raise
+            raise UsageError(f"lost the connection to results store {redact(self.url)}: {one_line(e)}") from None
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.conn.execute(sql.replace("?", "%s"), params or None)
+        with self._connected():
+            return self.conn.execute(sql.replace("?", "%s"), params or None)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self.conn.cursor() as cur:
+        with self._connected(), self.conn.cursor() as cur:
             cur.executemany(sql.replace("?", "%s"), rows)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self.conn.transaction():
+        with self._connected(), self.conn.transaction():
             yield
 
     def lock_schema(self) -> None:

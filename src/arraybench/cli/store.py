@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from arraybench import environment, exports, formats, terminal
-from arraybench.cli.config import project_config
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
@@ -19,11 +18,10 @@ from arraybench.report.table import render_markdown, tables
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, flat_record, load_results
 from arraybench.run_ids import run_id
-from arraybench.store import DEFAULT_PATH, Store, load
+from arraybench.store import STORE_ENV, Store, default_store, load
 from arraybench.store_pg import redact
 
 # The store every command uses when --store is not given: over [tool.arraybench]'s `store`, under --store.
-STORE_ENV = "ARRAYBENCH_STORE"
 
 
 def add_parsers(sub: Any) -> None:
@@ -55,17 +53,6 @@ def add_parsers(sub: Any) -> None:
         add_store_option(p)
     add_store_option(push, "results store to copy from")
     add_store_option(pull, "results store to copy into")
-
-
-def default_store() -> str:
-    """--store when not given: $ARRAYBENCH_STORE, else `store` of [tool.arraybench], else DEFAULT_PATH."""
-    if os.environ.get(STORE_ENV):
-        return os.environ[STORE_ENV]
-    path, table = project_config(Path.cwd())
-    value = table.get("store", str(DEFAULT_PATH))
-    if not isinstance(value, str):
-        raise UsageError(f"{path} [tool.arraybench]: store = {value!r} must be a path or a URL")
-    return value
 
 
 def apply_store_environment(parser: argparse.ArgumentParser) -> None:

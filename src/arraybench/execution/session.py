@@ -140,11 +140,12 @@ def store_figures(store: str | os.PathLike[str], results_path: Path) -> None:
         st = Store(store)
     except UsageError as e:
         return warn(e)
+    errors: tuple[type[Exception], ...] = (UsageError, *st.errors)
     with st:
         try:
             with st.db.transaction():
                 st.fill_figures(run_ids.run_id(load_results(results_path).header))
-        except (UsageError, *st.errors) as e:
+        except errors as e:
             warn(e)
 
 
