@@ -139,6 +139,8 @@ def test_list_and_env_speak_json_csv_and_markdown(run_cli):
     assert code == 0 and "linreg" in [w["workload"] for w in data["workloads"]]
     numpy = next(b for b in data["backends"] if b["backend"] == "numpy")
     assert numpy["available"] is True and numpy["version"]
+    # Each backend lists the devices of every kind it sees, with ids: here at least the host.
+    assert numpy["device_kinds"] == {"cpu": 1} and numpy["devices"][0]["id"] == 0
     code, out, _ = run_cli("list", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert {"workload", "backend", "modes"} <= set(rows[0])

@@ -1,8 +1,12 @@
 """Environment facts that change results: CPU clock and flags, GPU clocks, framework variables, git."""
 
+import os
 import subprocess
+from dataclasses import asdict
 
-from arraybench import environment
+from arraybench import device_survey, environment
+from arraybench.backends.base import child_env
+from arraybench.cli.info import devices_text
 
 
 def test_the_variables_that_change_results_are_recorded_and_no_others():
@@ -34,3 +38,58 @@ def test_git_commit_says_which_commit_and_whether_the_tree_differs(tmp_path):
     assert environment.git_commit(str(tmp_path)) == {"commit": head, "dirty": False}
     (tmp_path / "a.py").write_text("2\n")
     assert environment.git_commit(str(tmp_path)) == {"commit": head, "dirty": True}
+
+
+FAKE_JAX = {
+    "jax/__init__.py": """
+class Device:
+    def __init__(self, id, platform, device_kind):
+        self.id, self.platform, self.device_kind = id, platform, device_kind
+
+_DEVICES = {"cpu": [Device(0, "cpu", "cpu")], "tpu": [Device(i, "tpu", "TPU v5 lite") for i in range(4)]}
+
+def devices(backend=None):
+    if backend not in _DEVICES:
+        raise RuntimeError(f"Unknown backend {backend}")
+    return _DEVICES[backend]
+""",
+    "jax/_src/__init__.py": "",
+    "jax/_src/xla_bridge.py": "def backends():\n    return {'cpu': None, 'tpu': None}\n",
+}
+
+
+def test_the_survey_lists_every_kind_of_device_a_framework_sees_a_tpu_too(tmp_path):
+    """A fake JAX that sees four TPU chips beside the host: the survey needs no TPU code to list them."""
+    for name, text in FAKE_JAX.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    env = child_env({"PYTHONPATH": str(tmp_path)})
+    env["PYTHONPATH"] = f"{env['PYTHONPATH'].split(os.pathsep)[0]}{os.pathsep}{tmp_path}"
+    found, problem = device_survey.result(device_survey.start("jax", env))
+    assert problem == ""
+    devices = [asdict(d) for d in found]
+    assert device_survey.counts(devices) == {"cpu": 1, "tpu": 4}
+    assert devices_text(devices) == "cpu ×1, tpu ×4 (tpu: TPU v5 lite)"
+    # A framework that cannot start says why, in one line.
+    found, problem = device_survey.result(device_survey.start("cupy", {**env, "PYTHONPATH": str(tmp_path)}))
+    assert found == [] and problem.startswith("the device survey failed: ") and "\n" not in problem
+
+
+def test_gpus_are_one_kind_whatever_the_framework_calls_them():
+    assert [device_survey.kind_of_platform(p) for p in ("cuda", "rocm", "gpu", "GPU", "TPU", "cpu", "mps")] == [
+        "gpu", "gpu", "gpu", "gpu", "tpu", "cpu", "mps"]
+    devices = [{"kind": "gpu", "platform": "cuda", "id": i, "name": "NVIDIA H100"} for i in range(2)]
+    assert devices_text([{"kind": "cpu", "platform": "cpu", "id": 0, "name": "host"}, *devices]) == (
+        "cpu ×1, gpu ×2 (cuda: NVIDIA H100)")
+
+
+def test_the_environment_records_every_device_with_its_id(monkeypatch):
+    monkeypatch.setattr(environment.glob, "glob", lambda pattern: ["/dev/accel0", "/dev/accel1"])
+    gpus = [{"index": 0, "name": "NVIDIA H100", "uuid": "GPU-1", "pci_bus_id": "00000000:18:00.0"}]
+    assert environment.devices(gpus) == [
+        {"kind": "cpu", "id": 0, "name": environment.cpu_model(), "cores": os.cpu_count()},
+        {"kind": "gpu", "id": 0, "name": "NVIDIA H100", "uuid": "GPU-1", "pci_bus_id": "00000000:18:00.0"},
+        {"kind": "tpu", "id": 0, "name": "/dev/accel0"}, {"kind": "tpu", "id": 1, "name": "/dev/accel1"}]
+    monkeypatch.undo()  # psutil globs too
+    env = environment.collect()
+    assert env["devices"][0]["kind"] == "cpu" and env["gpu_links"] == []

@@ -62,21 +62,55 @@ def test_gpu_facts_come_from_nvml_where_nvidia_ml_py_is_installed(monkeypatch):
         nvmlDeviceGetClockInfo=lambda h, kind: clocks[kind],
         nvmlDeviceGetEnforcedPowerLimit=lambda h: 700_000,
         nvmlDeviceGetPersistenceMode=lambda h: 1,
+        nvmlDeviceGetUUID=lambda h: "GPU-8f3c0d2e",
+        nvmlDeviceGetPciInfo=lambda h: types.SimpleNamespace(busId=b"00000000:18:00.0"),
     )
     monkeypatch.setitem(sys.modules, "pynvml", nv)
     monkeypatch.setattr(gpu, "l2_bytes", lambda index=0: 50 * 2**20)
     (dev,) = gpu.devices()
     assert dev == {
+        "index": 0, "uuid": "GPU-8f3c0d2e", "pci_bus_id": "00000000:18:00.0",
         "name": "NVIDIA H100 80GB HBM3", "memory": "81559 MiB", "driver": "580.159.04", "cuda_driver": "13.0",
         "compute_capability": "9.0", "sm_clock_max_mhz": 1980, "mem_clock_max_mhz": 2619, "sm_clock_mhz": 1755,
         "power_limit_w": 700.0, "persistence_mode": True, "l2_bytes": 50 * 2**20, "source": "nvml",
     }
 
 
+class NvmlError(Exception):
+    pass
+
+
+def test_the_link_between_each_pair_of_gpus_is_nvlink_or_the_pcie_path(monkeypatch):
+    """GPUs 0 and 1 share four NVLinks; GPU 2 has none and reaches the others through the host bridge."""
+    bus = ["00000000:18:00.0", "00000000:2A:00.0", "00000000:9B:00.0"]
+    nvlinks = {(0, k): 1 for k in range(4)} | {(1, k): 0 for k in range(4)}
+
+    def remote(h, link):
+        if (h, link) not in nvlinks:
+            raise NvmlError("NVML_ERROR_NOT_SUPPORTED")
+        return types.SimpleNamespace(busId=bus[nvlinks[(h, link)]].lower().encode())
+
+    def state(h, link):
+        if (h, link) not in nvlinks:
+            raise NvmlError("NVML_ERROR_INVALID_ARGUMENT")
+        return 1
+
+    nv = types.SimpleNamespace(
+        NVML_NVLINK_MAX_LINKS=18, nvmlInit=lambda: None, nvmlDeviceGetCount=lambda: 3,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetPciInfo=lambda h: types.SimpleNamespace(busId=bus[h].encode()),
+        nvmlDeviceGetNvLinkState=state, nvmlDeviceGetNvLinkRemotePciInfo=remote,
+        nvmlDeviceGetTopologyCommonAncestor=lambda a, b: 30,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    assert [(link["gpus"], link["text"]) for link in gpu.links()] == [
+        ([0, 1], "NVLink ×4"), ([0, 2], "PCIe, through the host bridge"), ([1, 2], "PCIe, through the host bridge")]
+
+
 def test_without_nvml_or_nvidia_smi_there_is_no_gpu_and_no_clock(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
     monkeypatch.setattr(gpu.shutil, "which", lambda name: None)
-    assert gpu.devices() == []
+    assert gpu.devices() == [] and gpu.links() == []
     watch = gpu.ClockWatch()
     watch.start()
     assert watch.stop() is None

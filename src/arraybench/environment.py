@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import importlib.metadata
 import os
 import platform
@@ -115,6 +116,18 @@ def gpus() -> list[dict[str, Any]]:
     return gpu.devices()
 
 
+def devices(gpu_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every device of each kind this machine has, with its id, as read without a framework: the
+    host CPU, each NVIDIA GPU (NVML or nvidia-smi), each TPU chip (/dev/accel*, /dev/vfio on TPU
+    VMs). What each framework sees of them is `arraybench list` (device_survey.py)."""
+    out: list[dict[str, Any]] = [{"kind": "cpu", "id": 0, "name": cpu_model(), "cores": os.cpu_count()}]
+    out += [{"kind": "gpu", "id": g.get("index", i), "name": g["name"],
+             **{k: g[k] for k in ("uuid", "pci_bus_id") if k in g}} for i, g in enumerate(gpu_list)]
+    chips = sorted(glob.glob("/dev/accel[0-9]*"))
+    out += [{"kind": "tpu", "id": i, "name": path} for i, path in enumerate(chips)]
+    return out
+
+
 def versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for name, dists in FRAMEWORKS.items():
@@ -133,6 +146,7 @@ def collect() -> dict[str, Any]:
     import psutil
 
     mem = psutil.virtual_memory().total
+    found = gpus()
     return {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
@@ -146,7 +160,9 @@ def collect() -> dict[str, Any]:
         "versions": versions(),
         "cpu_flags": cpu_flags(),
         "cpu_frequency": cpu_frequency(),
-        "gpus": gpus(),
+        "gpus": found,
+        "gpu_links": gpu.links() if len(found) > 1 else [],
+        "devices": devices(found),
         "env": settings_env(),
     }
 

@@ -24,6 +24,17 @@ SLOWDOWN_REASONS = {
 # A case whose SM clock ends this far below the clock it started at is flagged as throttled.
 CLOCK_DROP = 0.10
 CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38
+# NVML's topology levels (nvmlDeviceGetTopologyCommonAncestor): what a PCIe path between two GPUs
+# crosses, nearest first.
+PCIE_LEVELS = {
+    0: "PCIe, same board",
+    10: "PCIe, through one switch",
+    20: "PCIe, through several switches",
+    30: "PCIe, through the host bridge",
+    40: "PCIe, across host bridges of one CPU",
+    50: "PCIe, across CPUs (the SMP interconnect)",
+}
+NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS where pynvml does not say (Hopper has 18)
 
 
 def _nvml() -> Any | None:
@@ -73,7 +84,10 @@ def _devices_from_nvml(nv: Any) -> list[dict[str, Any]]:
         h = nv.nvmlDeviceGetHandleByIndex(i)
         major, minor = nv.nvmlDeviceGetCudaComputeCapability(h)
         out.append({
+            "index": i,
             "name": _text(nv.nvmlDeviceGetName(h)),
+            "uuid": _text(nv.nvmlDeviceGetUUID(h)),
+            "pci_bus_id": _text(nv.nvmlDeviceGetPciInfo(h).busId),
             "memory": f"{nv.nvmlDeviceGetMemoryInfo(h).total // 2**20} MiB",
             "driver": driver,
             "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
@@ -86,6 +100,46 @@ def _devices_from_nvml(nv: Any) -> list[dict[str, Any]]:
             "l2_bytes": l2_bytes(i),
             "source": "nvml",
         })
+    return out
+
+
+def links() -> list[dict[str, Any]]:
+    """How each pair of NVIDIA GPUs is connected, from NVML: `NVLink ×k` (k links between them)
+    or the PCIe path (PCIE_LEVELS); [] with fewer than two GPUs or without NVML."""
+    nv = _nvml()
+    if nv is None:
+        return []
+    try:
+        return _links_from_nvml(nv)
+    except Exception:  # an NVML call this driver or GPU lacks: the link stays unknown
+        return []
+
+
+def _links_from_nvml(nv: Any) -> list[dict[str, Any]]:
+    handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+    bus = [_text(nv.nvmlDeviceGetPciInfo(h).busId).lower() for h in handles]
+    nvlinks: dict[tuple[int, int], int] = {}
+    for i, h in enumerate(handles):
+        for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", NVLINK_MAX_LINKS)):
+            try:
+                if not nv.nvmlDeviceGetNvLinkState(h, link):
+                    continue
+                remote = _text(nv.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId).lower()
+            except Exception:  # NVMLError: no such link on this GPU (PCIe-only boards have none)
+                continue
+            if remote in bus and bus.index(remote) > i:
+                pair = (i, bus.index(remote))
+                nvlinks[pair] = nvlinks.get(pair, 0) + 1
+    out = []
+    for i in range(len(handles)):
+        for j in range(i + 1, len(handles)):
+            if (i, j) in nvlinks:
+                out.append({"gpus": [i, j], "link": "NVLink", "nvlinks": nvlinks[(i, j)],
+                            "text": f"NVLink ×{nvlinks[(i, j)]}"})
+                continue
+            level = int(nv.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]))
+            out.append({"gpus": [i, j], "link": "PCIe", "nvlinks": 0,
+                        "text": PCIE_LEVELS.get(level, f"PCIe (NVML topology level {level})")})
     return out
 
 
@@ -106,7 +160,7 @@ def _devices_from_smi() -> list[dict[str, Any]]:
         if len(row) != 7:
             continue
         out.append({
-            "name": row[0], "memory": f"{row[1]} MiB", "driver": row[2], "compute_capability": row[3],
+            "index": i, "name": row[0], "memory": f"{row[1]} MiB", "driver": row[2], "compute_capability": row[3],
             "sm_clock_max_mhz": _int(row[4]), "mem_clock_max_mhz": _int(row[5]), "sm_clock_mhz": _int(row[6]),
             "l2_bytes": l2_bytes(i), "source": "nvidia-smi",
         })

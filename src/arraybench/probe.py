@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from arraybench import device_survey
 from arraybench.backends import BACKENDS
+from arraybench.backends.base import child_env, thread_env
 from arraybench.case import Case
 from arraybench.execution.parent import STARTUP_TIMEOUT, RunConfig, Worker, WorkerDied, WorkerTimeout
 from arraybench.timing import TimerConfig
 
 
-def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "float64") -> dict[str, dict[str, Any]]:
-    """Per backend: {"available": bool, "reason": str, "info": {...}} — started in parallel."""
+def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "float64",
+          survey: bool = False) -> dict[str, dict[str, Any]]:
+    """Per backend: {"available": bool, "reason": str, "info": {...}} — started in parallel.
+
+    `survey`: also every device of every kind the framework sees (device_survey.py), as "devices"
+    (a list of Device dicts) and, where the survey failed, "survey_problem".
+    """
     names = backends or list(BACKENDS)
     out: dict[str, dict[str, Any]] = {}
     started: dict[str, Worker] = {}
+    surveys: dict[str, subprocess.Popen[str]] = {}
     # A probe asks for no case: its timer and seed are never used.
     log_dir = Path(tempfile.mkdtemp(prefix="arraybench-probe-"))
     config = RunConfig(TimerConfig(), seed=0, timeout=STARTUP_TIMEOUT, log_dir=log_dir)
@@ -29,6 +39,8 @@ def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "flo
         device = cls.devices_supported[0]
         case = Case("probe", (), name, "eager", dtype, threads, device)
         started[name] = Worker(case, config)
+        if survey:
+            surveys[name] = device_survey.start(name, child_env(thread_env(threads)))
     for name, worker in started.items():
         try:
             worker.start()
@@ -40,4 +52,9 @@ def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "flo
             out[name] = {"available": False, "reason": f"failed to start: {e}", "info": {}}
         finally:
             worker.kill()
+    for name, proc in surveys.items():
+        found, problem = device_survey.result(proc)
+        out[name]["devices"] = [asdict(d) for d in found]
+        if problem:
+            out[name]["survey_problem"] = problem
     return {name: out[name] for name in names}

@@ -9,6 +9,7 @@ from arraybench import comparison, environment, formats
 from arraybench.backends import BACKENDS
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
+from arraybench.device_survey import counts as survey_counts
 from arraybench.probe import probe
 from arraybench.settings import default_threads
 from arraybench.userfile import load_workload_file
@@ -45,15 +46,31 @@ def workload_rows(workload_file: str | None) -> list[dict[str, Any]]:
     return rows
 
 
+def devices_text(devices: list[dict[str, Any]]) -> str:
+    """`cpu ×1, gpu ×2 (cuda: NVIDIA H100 80GB HBM3)`: per kind, how many and what."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for d in devices:
+        by_kind.setdefault(d["kind"], []).append(d)
+    parts = []
+    for kind, found in by_kind.items():
+        what = sorted({f"{d['platform']}: {d['name']}" for d in found if kind != "cpu"})
+        parts.append(f"{kind} ×{len(found)}" + (f" ({'; '.join(what)})" if what else ""))
+    return ", ".join(parts)
+
+
 def backend_rows() -> list[dict[str, Any]]:
-    """Every backend: version, and its devices where it runs or the reason (and fix) where not."""
+    """Every backend: version, and the devices of each kind it sees where it runs, or the reason
+    (and fix) where not."""
     rows = []
-    for name, status in probe().items():
+    for name, status in probe(survey=True).items():
         cls = BACKENDS[name]
         info = status["info"]
+        found = status.get("devices") or []
         rows.append({"backend": name, "version": info.get("version") or cls.version(),
                      "available": status["available"],
-                     "devices": (info.get("devices") or ["cpu"]) if status["available"] else [],
+                     "device_kinds": survey_counts(found) if status["available"] else {},
+                     "devices": found if status["available"] else [],
+                     "survey": status.get("survey_problem") or None,
                      "jit": cls.jit_name, "reason": status["reason"] or None})
     return rows
 
@@ -77,7 +94,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                     "backends": "; ".join(f"{b}: {', '.join(s['modes']) or '—'}" for b, s in w["backends"].items())}
                    for w in workloads]
         be_rows = [{"backend": b["backend"], "version": b["version"] or "not installed",
-                    "status": (f"available on {', '.join(b['devices'])}" if b["available"]
+                    "status": (f"available; sees {devices_text(b['devices']) or 'no device'}" if b["available"]
                                else f"unavailable: {b['reason']}"),
                     "JIT": b["jit"] or "—"} for b in backends]
         print("## Workloads\n\n" + formats.render_rows(wl_rows, "markdown")
@@ -99,8 +116,8 @@ def print_list(workloads: list[dict[str, Any]], backends: list[dict[str, Any]]) 
     for b in backends:
         version = b["version"] or "not installed"
         if b["available"]:
-            print(f"  {b['backend']:<11} {version:<14} available; devices: {', '.join(b['devices'])}; "
-                  f"JIT: {b['jit'] or '—'}")
+            seen = devices_text(b["devices"]) or f"no device ({b['survey']})"
+            print(f"  {b['backend']:<11} {version:<14} available; sees {seen}; JIT: {b['jit'] or '—'}")
         else:
             print(f"  {b['backend']:<11} {version:<14} unavailable: {b['reason']}")
 
@@ -108,7 +125,7 @@ def print_list(workloads: list[dict[str, Any]], backends: list[dict[str, Any]]) 
 def cmd_env(args: argparse.Namespace) -> int:
     threads = args.threads or default_threads()
     env = environment.collect()
-    env["backends"] = probe(threads=threads)
+    env["backends"] = probe(threads=threads, survey=True)
     if args.format == "json":
         print(formats.json_text(env), end="")
     elif args.format in ("csv", "markdown"):
@@ -136,7 +153,10 @@ def print_env(env: dict[str, Any], threads: int) -> None:
     print(f"memory    {env['memory_bytes'] / 2**30:.1f} GiB")
     print(f"os        {env['os']}; Python {env['python']}")
     for g in env["gpus"]:
-        print(f"gpu       {g['name']} {g['memory']} driver {g['driver']}")
+        print(f"gpu {g.get('index', '')}     {g['name']} {g['memory']} driver {g['driver']}"
+              + (f"; PCI {g['pci_bus_id']}" if g.get("pci_bus_id") else ""))
+    for link in env.get("gpu_links", []):
+        print(f"link      gpu {link['gpus'][0]} ↔ gpu {link['gpus'][1]}: {link['text']}")
     for k, v in env["env"].items():
         print(f"env       {k}={v}")
     print(f"\nbackends at --threads {threads}:")
@@ -149,6 +169,8 @@ def print_env(env: dict[str, Any], threads: int) -> None:
         blas = "; ".join(f"{b['internal_api']} {b['version']} {b['num_threads']} threads" for b in info.get("blas", []))
         print(f"  {name:<11} {info.get('version')}: threads verified {info.get('threads_verified')}"
               + (f"; {extras}" if extras else "") + (f"; BLAS: {blas}" if blas else ""))
+        if st.get("devices"):
+            print(f"  {'':<11} sees {devices_text(st['devices'])}")
 
 
 COMMANDS = {"list": cmd_list, "env": cmd_env}

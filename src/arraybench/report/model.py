@@ -277,7 +277,12 @@ def environment_rows(header: dict[str, Any], records: Sequence[Mapping[str, Any]
         *analysis_rows(header),
     ]
     for g in env.get("gpus", []):
-        rows.append(("gpu", f"{g.get('name')} {g.get('memory')} driver {g.get('driver')}"))
+        where = f" #{g['index']} (PCI {g.get('pci_bus_id', '?')})" if "index" in g else ""
+        rows.append((f"gpu{where}", f"{g.get('name')} {g.get('memory')} driver {g.get('driver')}"))
+    for link in env.get("gpu_links", []):
+        rows.append((f"gpu {link['gpus'][0]} ↔ gpu {link['gpus'][1]}", link["text"]))
+    if env.get("devices"):
+        rows.append(("devices", ", ".join(f"{d['kind']}:{d['id']} {d['name']}" for d in env["devices"])))
     if env.get("env"):
         rows.append(("environment variables", " ".join(f"{k}={v}" for k, v in sorted(env["env"].items()))))
     seen: dict[str, dict[str, Any]] = {}
