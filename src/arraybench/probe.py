@@ -24,11 +24,17 @@ def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "flo
     (a list of Device dicts) and, where the survey failed, "survey_problem".
     """
     names = backends or list(BACKENDS)
+    # The workers' logs live as long as the probe: a failure's message already carries its tail.
+    with tempfile.TemporaryDirectory(prefix="arraybench-probe-") as log_dir:
+        out = _probe(names, threads, dtype, survey, Path(log_dir))
+    return {name: out[name] for name in names}
+
+
+def _probe(names: list[str], threads: int, dtype: str, survey: bool, log_dir: Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     started: dict[str, Worker] = {}
     surveys: dict[str, subprocess.Popen[str]] = {}
     # A probe asks for no case: its timer and seed are never used.
-    log_dir = Path(tempfile.mkdtemp(prefix="arraybench-probe-"))
     config = RunConfig(TimerConfig(), seed=0, timeout=STARTUP_TIMEOUT, log_dir=log_dir)
     for name in names:
         cls = BACKENDS[name]
@@ -57,4 +63,4 @@ def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "flo
         out[name]["devices"] = [asdict(d) for d in found]
         if problem:
             out[name]["survey_problem"] = problem
-    return {name: out[name] for name in names}
+    return out
