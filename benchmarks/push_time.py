@@ -1,11 +1,11 @@
 """How long `arraybench push` takes for a run of 10 000 case records, to a PostgreSQL store on this machine.
 
 A synthetic run (each record a real record's shape: 3 processes x 10 samples, backend info, layout)
-is imported into a local SQLite store (which derives and stores each case's figures), then pushed with the CLI into a new database of a throwaway
-server (tests/pg_server.py: default settings, fsync on), pushed again (nothing to add) and pulled
-into a new SQLite store. Each is timed `ROUNDS` times, each round on new databases; the medians
-are printed. A URL argument pushes into that database instead (one new run a round; the password
-from PGPASSWORD or ~/.pgpass).
+is imported into a local SQLite store (which derives and stores each case's figures), then pushed
+with the CLI into a new database of a throwaway server (tests/pg_server.py: default settings, fsync
+on), pushed again (nothing to add) and pulled into a new SQLite store. Each is timed `ROUNDS` times,
+each round on new databases; the medians are printed. A URL argument pushes into that database
+instead (one new run a round; the password from PGPASSWORD or ~/.pgpass).
 
     .venv/bin/python benchmarks/push_time.py [postgresql://USER@HOST/DB] [--records N]
 """

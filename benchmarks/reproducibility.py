@@ -1,6 +1,7 @@
 """Does a number reproduce? An A/A run (the same plan twice) and a case-order check.
 
     python benchmarks/reproducibility.py aa [--out DIR] [-- extra `arraybench run` options]
+    python benchmarks/reproducibility.py history [--out DIR] [--runs K] [-- extra `arraybench run` options]
     python benchmarks/reproducibility.py order [--out DIR]
 
 `aa` runs one plan twice with `arraybench run` (fresh workers, order seeds 1 and 2) and
@@ -12,6 +13,11 @@ them (host-speed corrected, pooled); what `arraybench compare --fail-on-slowdown
 second run is made 10 % slower (a real change: how many cases it finds). `--reuse` analyses
 the runs already in --out. The default plan is a subset of the default suite with every CPU
 backend at a small and a large size.
+
+`history` runs the plan K times (default 4) into one results store, then compares the last two
+runs as `arraybench compare` does with the store's earlier runs (the spread between runs added to
+every interval, item 4 of issue 23) and with `--no-history`, and a ×1.10 copy of the last run
+with history: what a user with a history of this machine gets from compare.
 
 `order` measures the long element-wise kernel of benchmarks/long_kernel.py (NumPy, float64,
 65 536 elements) as the first case of a fresh worker and right after the same kernel at
@@ -83,6 +89,26 @@ def aa(out: Path, extra: list[str], reuse: bool = False) -> None:
     compare(runs[0], slower, "run 2 with every sample made 10 % slower (a real change compare should find)")
 
 
+def history(out: Path, extra: list[str], runs: int, reuse: bool = False) -> None:
+    store = out / "store.db"
+    dirs = [out / f"run{seed}" for seed in range(1, runs + 1)]
+    plan = [a for a in AA_PLAN if a != "--no-store"]
+    for seed, d in enumerate(dirs, start=1):
+        if reuse and (d / "results.jsonl").exists():
+            continue
+        t0 = time.monotonic()
+        done = arraybench("run", *plan, *extra, "--seed", str(seed), "--output-dir", str(d), "--store", str(store))
+        print(f"run {seed}: exit {done.returncode} in {time.monotonic() - t0:.0f} s -> {d}")
+        if done.returncode not in (0, 1):
+            sys.exit(done.stderr)
+    base, new = dirs[-2], dirs[-1]
+    compare(base, new, f"identical runs, with the {runs - 2} earlier runs' spread", "--store", str(store))
+    compare(base, new, "identical runs, --no-history", "--store", str(store), "--no-history")
+    slower = out / "last-run-slower-10pc"
+    scaled_copy(new, slower, 1.10)
+    compare(base, slower, "the last run made 10 % slower, with history", "--store", str(store))
+
+
 def coverage(title: str, a: dict[str, tuple], b: dict[str, tuple]) -> None:
     """Per backend: share of run 2's medians inside run 1's interval, median and worst |difference|, width."""
     by_backend: dict[str, list[tuple[bool, float, float]]] = defaultdict(list)
@@ -105,10 +131,13 @@ def coverage(title: str, a: dict[str, tuple], b: dict[str, tuple]) -> None:
               f"{statistics.median(w for _, _, w in rows):>12.2f}×")
 
 
-def compare(base: Path, new: Path, what: str) -> None:
-    cmp = arraybench("compare", str(base), str(new), "--fail-on-slowdown", "10%")
+def compare(base: Path, new: Path, what: str, *options: str) -> None:
+    cmp = arraybench("compare", str(base), str(new), "--fail-on-slowdown", "10%", *options)
     summary = next((ln for ln in cmp.stdout.splitlines() if "cases on both sides" in ln), cmp.stdout[:300])
     print(f"\ncompare --fail-on-slowdown 10%, {what}: exit {cmp.returncode}\n{summary}")
+    for line in cmp.stdout.splitlines():
+        if "earlier runs" in line:
+            print("  " + line.strip())
     for line in cmp.stdout.splitlines():
         if line.rstrip().endswith(("slower", "faster")) and "·" in line:
             print("  " + line.strip())
@@ -179,10 +208,12 @@ def main() -> None:
         scale(sys.argv[2:])
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("check", choices=("aa", "order"))
+    p.add_argument("check", choices=("aa", "history", "order"))
     p.add_argument("--out", type=Path, help="where the runs go (default: a temporary directory)")
     p.add_argument("--rounds", type=int, default=5, help="order: workers per condition")
-    p.add_argument("--reuse", action="store_true", help="aa: analyse the runs already in --out instead of running")
+    p.add_argument("--runs", type=int, default=4, help="history: runs of the plan (the last two are compared)")
+    p.add_argument("--reuse", action="store_true",
+                   help="aa, history: analyse the runs already in --out instead of running")
     # aa: more `arraybench run` options, after -- (argparse's nargs="*" refuses options after --)
     args, extra = p.parse_known_args()
     args.extra = [a for a in extra if a != "--"]
@@ -190,6 +221,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     if args.check == "aa":
         aa(out, args.extra, args.reuse)
+    elif args.check == "history":
+        history(out, args.extra, args.runs, args.reuse)
     else:
         order(out, args.rounds)
 
