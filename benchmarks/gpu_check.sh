@@ -6,7 +6,8 @@
 # Writes OUT_DIR/float32/ (every built-in workload at its default sizes on cupy, torch and jax,
 # eager and jit, with results.jsonl and the report), OUT_DIR/float64/ (ten workloads' small sizes in float64),
 # OUT_DIR/gpu_timing.json (benchmarks/gpu_timing.py: CUDA events, dispatch cost, TF32, JAX copies)
-# and OUT_DIR/gpu_check.log. Runs from a source tree: PYTHON (default python3) needs numpy,
+# OUT_DIR/vmap/ and OUT_DIR/devices/ (issue 21: the vmap family, the multi-device workloads), and
+# OUT_DIR/gpu_check.log. Runs from a source tree: PYTHON (default python3) needs numpy,
 # psutil, threadpoolctl, scipy, pandas, matplotlib and the GPU frameworks; nvidia-ml-py for clocks.
 # Sampling is shortened (--min-time 0.2, --max-time 2) and each case runs in PROCESSES (default 1)
 # worker processes, so the check fits the short calls a lent GPU allows; PROCESSES=3 gives the
@@ -43,5 +44,16 @@ for wl in elementwise_sin sort fft matmul; do
 done
 "$py" "$here/benchmarks/reproducibility.py" scale "$out/large2/sort" "$out/large2-sort-slower" 1.10 sort
 "$py" -m arraybench compare "$out/large1/sort" "$out/large2-sort-slower" || true
+# Issue 21: the vmap family (loop, vmap, hand-batched over the batch sweep) and the multi-device
+# workloads on one GPU (their single-device path: the baseline of a scaling over several GPUs);
+# with two or more GPUs, the same workloads over gpu:2 and gpu:all, and the GPUs' links (env).
+"$py" -m arraybench run --suite vmap --backends numpy,cupy,torch,jax --devices gpu --dtype float32 \
+    --min-time 0.1 --max-time 1 --processes "$processes" --refine 0 --no-store --output-dir "$out/vmap" || status=1
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+devices=gpu
+[ "$gpus" -ge 2 ] && devices=gpu,gpu:2,gpu:all
+"$py" -m arraybench run --workloads dp_matmul,dp_grad,dp_grad_pmap,allreduce,device_copy --sizes small,large \
+    --backends torch,jax --devices "$devices" --dtype float32 --min-time 0.1 --max-time 1 \
+    --processes "$processes" --refine 0 --no-store --output-dir "$out/devices" || status=1
 date -u
 exit $status

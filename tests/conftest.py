@@ -108,6 +108,20 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def run_at_one_size(out: Path, workloads: list[str], size: str, params: str,
+                    timer: list[str]) -> tuple[int, list[dict]]:
+    """`arraybench run` of `workloads` at one size on one thread, in-process: (exit code, its records)."""
+    code = main(["run", "--workloads", ",".join(workloads), "--sizes", size, "--params", params,
+                 "--threads", "1", "--output-dir", str(out), *timer])
+    return code, read_jsonl(out / "results.jsonl")[1:]
+
+
+def not_right(records: list[dict]) -> list[tuple]:
+    """(workload, backend, mode, error) of every case that ran and failed or was wrong."""
+    return [(r["workload"], r["backend"], r["mode"], r["error"]) for r in records
+            if r["status"] not in ("ok", "unsupported", "unavailable")]
+
+
 @pytest.fixture
 def run_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """Run `arraybench ARGS` in-process; returns (exit code, stdout, stderr)."""

@@ -64,7 +64,7 @@ BAD_INPUTS = [
     ("run --modes jitt", "unknown mode 'jitt'; did you mean 'jit'?"),
     ("run --sizes smal", "bad size 'smal' for linreg; did you mean 'small'?"),
     ("run --dtype float16", "unknown dtype 'float16'"),
-    ("run --devices tpu", "unknown device 'tpu'"),
+    ("run --devices quantum", "unknown device kind 'quantum'"),
     ("run --sizes 1e3x", "bad size '1e3x' for linreg (give a positive integer or a preset: large, small, sweep)"),
     ("run --sizes=0", "bad size '0' for linreg: sizes must be positive"),
     ("run --sizes=-5", "bad size '-5' for linreg: sizes must be positive"),

@@ -117,7 +117,7 @@ def test_memory_size_says_what_is_wrong_and_the_cli_says_it_in_one_line():
 
 # The modules that have their own command line: a run's child process and the peaks probe, started
 # by the run, and the developers' generator of docs/results-format.md.
-CHILD_ENTRY_POINTS = {"execution/child.py", "peaks.py", "report/fields_doc.py"}
+CHILD_ENTRY_POINTS = {"execution/child.py", "execution/torch_peer.py", "peaks.py", "report/fields_doc.py"}
 
 
 def test_only_the_cli_package_parses_the_command_line():

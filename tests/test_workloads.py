@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import read_jsonl
+from conftest import not_right, run_at_one_size
 
 from arraybench.backends import BACKENDS
 from arraybench.plan import build_plan
@@ -17,22 +17,15 @@ TINY_TIMER = ["--min-time", "0.01", "--max-time", "0.1", "--min-samples", "3", "
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from arraybench.cli import main
-
-    out = tmp_path_factory.mktemp("workloads")
-    code = main(["run", "--workloads", ",".join(NEW), "--sizes", "48", "--params", "n=48",
-                 "--threads", "1", "--output-dir", str(out), *TINY_TIMER])
-    return code, read_jsonl(out / "results.jsonl")[1:]
+    return run_at_one_size(tmp_path_factory.mktemp("workloads"), NEW, "48", "n=48", TINY_TIMER)
 
 
 def test_every_workload_runs_correctly_on_every_installed_backend_and_mode(tiny_run):
     code, records = tiny_run
-    failed = [(r["workload"], r["backend"], r["mode"], r["error"]) for r in records
-              if r["status"] not in ("ok", "unsupported", "unavailable")]
-    assert failed == [] and code == 0
+    assert not_right(records) == [] and code == 0
     ran = {(r["workload"], r["backend"], r["mode"]) for r in records if r["status"] == "ok"}
     expected = {(w, b, m) for w in NEW for (b, m) in WORKLOADS[w].impls
-                if b in INSTALLED and "pinned" not in w}
+                if b in INSTALLED and "pinned" not in w and w != "device_copy"}  # needs two devices
     assert expected <= ran
     pinned = {r["backend"]: r["error"] for r in records
               if "pinned" in r["workload"] and r["backend"] in ("jax", "torch")}
@@ -130,7 +123,11 @@ def test_default_run_is_every_workload_at_small_and_large_in_float32():
     plan = build_plan(settings)
     # every workload (the ones NumPy cannot run say why) but document 004's fixed-size pair
     assert {c.workload for c in plan} == {n for n, w in WORKLOADS.items() if w.in_default_suite}
-    assert {n for n, w in WORKLOADS.items() if not w.in_default_suite} == {"matmul_3000", "matmul_3000_to_host"}
+    # ... the multi-device workloads, which are for runs over several devices (test_multidevice.py), and
+    # the vmap families, whose loop of 1 024 eager calls is seconds a call (--suite vmap; test_vmap.py)
+    assert {n for n, w in WORKLOADS.items() if not w.in_default_suite} == {
+        "matmul_3000", "matmul_3000_to_host", "dp_matmul", "dp_grad", "dp_grad_pmap", "allreduce", "device_copy",
+        *(f"{family}_{form}" for family in ("pergrad", "convolve") for form in ("loop", "vmap", "batched"))}
     assert {c.dtype for c in plan} == {"float32"}
     sizes = {c.params_dict["n"] for c in plan if c.workload == "matmul"}
     assert sizes == {100, 2000}  # the 10000² `huge` preset is opt-in

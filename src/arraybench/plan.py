@@ -8,10 +8,11 @@ from typing import Any
 from arraybench.backends import backend_class
 from arraybench.backends.base import Backend
 from arraybench.case import Case
+from arraybench.devices import DeviceSpec, kind_of
 from arraybench.errors import UsageError, unknown
 from arraybench.settings import RunSettings
 from arraybench.suites import suite_parts
-from arraybench.workloads import resolve_workload
+from arraybench.workloads import WORKLOADS, resolve_workload
 from arraybench.workloads.base import Workload
 
 
@@ -24,9 +25,15 @@ def build_plan(s: RunSettings) -> list[Case]:
     s.validate()
     if s.suite is not None:
         return suite_plan(s, s.suite)
-    cases = [case for wl in chosen_workloads(s) for params in wl.points(s.sizes, s.params)
+    workloads = chosen_workloads(s)
+    cases = [case for wl in workloads for params in wl.points(s.sizes, s.params)
              for case in cases_at(wl, params, s)]
     if not cases:
+        if all(not DeviceSpec.parse(d).single for d in s.devices):
+            spanning = sorted(name for name, wl in WORKLOADS.items() if wl.spread is not None)
+            raise UsageError(f"nothing to run: {', '.join(s.devices)} spans several devices and only the "
+                             f"multi-device workloads run there ({', '.join(spanning)}); add a one-device token "
+                             "such as cpu for the others")
         raise UsageError("nothing to run: no workload has an implementation for these backends and modes")
     return cases
 
@@ -59,13 +66,22 @@ def cases_at(wl: Workload, params: dict[str, Any], s: RunSettings) -> list[Case]
         for mode in s.modes:
             if (backend, mode) not in wl.impls and (backend, mode) not in wl.unsupported:
                 continue
-            for device in planned_devices(cls, s.devices):
+            for device in planned_devices(cls, s.devices, spans=wl.spread is not None):
                 cases.append(Case(workload=wl.name, params=tuple(sorted(params.items())), backend=backend,
                                   mode=mode, dtype=s.dtype, threads=s.threads, device=device, source=wl.source))
     return cases
 
 
-def planned_devices(cls: type[Backend], wanted: list[str]) -> list[str]:
-    """The devices asked for that `cls` runs on. A GPU-only framework asked for on the CPU is planned
-    on its GPU, so the report says "no CUDA device" instead of silently leaving it out."""
-    return [d for d in wanted if d in cls.devices_supported] or [cls.devices_supported[0]]
+def planned_devices(cls: type[Backend], wanted: list[str], spans: bool = False) -> list[str]:
+    """The device tokens asked for that `cls` runs on. A GPU-only framework asked for on the CPU is
+    planned on its GPU, so the report says "no CUDA device" instead of silently leaving it out.
+
+    A token of several devices is planned only where the computation can span them (`spans`: a
+    multi-device workload, devices.py) and the framework can spread it (`Backend.spans_devices`).
+    Every other workload runs on one device, and planning it on `cpu:4` would only repeat "runs
+    on one device" once per case in the report, so it is left out there.
+    """
+    supported = [d for d in wanted if kind_of(d) in cls.devices_supported]
+    if not supported:
+        return [cls.devices_supported[0]]
+    return [d for d in supported if DeviceSpec.parse(d).single or (spans and cls.spans_devices)]

@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench.devices import device_count
+
 # Where a field appears: on case and replicate lines alike, only per process, or only over processes.
 BOTH, PROCESS, CASE = "both", "process", "case"
 
@@ -118,7 +120,11 @@ class CaseRecord(Mapping[str, Any]):
     mode: str = described("", "`eager`, `jit` or `fd`", default="", required=True)
     dtype: str = described("", "`float32` or `float64`", default="", required=True)
     threads: int = described("threads", "the threads the worker was limited to", default=1)
-    device: str = described("", "`cpu` or `gpu`", default="cpu")
+    device: str = described("", "the device token (devices.py): `KIND` (one device: `cpu`, `gpu`, `tpu`), `KIND:N` "
+                                "(the first N), `KIND:I,J,...` (those ids) or `KIND:all`", default="cpu")
+    n_devices: int | None = described("devices", "how many devices the case's computation spanned: 1 for every "
+                                                 "single-device workload; `null` for a `KIND:all` case that never "
+                                                 "reached its framework", default=1)
     source: str | None = described("", "for user workloads, the file that defines it; otherwise `null`")
     size: Any = described("", "the value of the workload's size parameter (the x axis of tables and plots)")
     # What happened.
@@ -245,7 +251,8 @@ class CaseRecord(Mapping[str, Any]):
         params = dict(spec["params"])
         return cls(id=spec["id"], workload=spec["workload"], params=params, backend=spec["backend"],
                    mode=spec["mode"], dtype=spec["dtype"], threads=spec["threads"],
-                   device=spec.get("device", "cpu"), source=spec.get("source"), size=size,
+                   device=spec.get("device", "cpu"), n_devices=device_count(spec.get("device", "cpu")),
+                   source=spec.get("source"), size=size,
                    status=status, error=error)
 
     @classmethod

@@ -14,6 +14,9 @@ Schema history (keep old fixtures in tests/fixtures so the loader never silently
       `replicates` entry every field of record.ProcessRecord. New per-process fields: wall_s
       (summed on the case line), inputs_s, reference_s, timer_s, check_s. A schema-2 line loads
       with its missing fields null (upgrade_2_to_3).
+      Fields added since within schema 3 load with their declared default where a line lacks
+      them, which is true of every older line: `n_devices` (1: before device counts, every case
+      ran on one device), so they need no new version.
 """
 
 from __future__ import annotations

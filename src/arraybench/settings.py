@@ -12,6 +12,7 @@ from typing import Any
 from arraybench.backends import BACKENDS, backend_class
 from arraybench.case import DTYPES, MODES
 from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
+from arraybench.devices import DeviceSpec, parse_devices
 from arraybench.errors import UsageError, unknown
 from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.suites import QUICK_TIMER, SUITE_TIMER
@@ -103,9 +104,11 @@ class RunSettings:
             raise unknown("dtype", self.dtype, DTYPES)
         if self.threads < 1:
             raise UsageError(f"--threads must be at least 1, not {self.threads}")
+        kinds = {k for cls in BACKENDS.values() for k in cls.devices_supported}
         for d in self.devices:
-            if d not in ("cpu", "gpu"):
-                raise unknown("device", d, ("cpu", "gpu"))
+            kind = DeviceSpec.parse(d).kind
+            if kind not in kinds:
+                raise unknown("device kind", kind, kinds)
         if self.timeout <= 0:
             raise UsageError(f"--timeout must be positive, not {self.timeout}")
         if self.refine < 0:
@@ -155,7 +158,8 @@ def run_settings(
 
     None (or empty) means "not given": workloads default to the file's (with `workload_file`) or
     else to the default suite, backends and modes to all, devices to the CPU, threads to the
-    usable cores. Sampling is the suite's (`sampling`) with the given values over it.
+    usable cores. Devices are tokens (devices.py: `cpu`, `gpu:2`, ...), normalised here. Sampling
+    is the suite's (`sampling`) with the given values over it.
     """
     source = str(Path(workload_file).resolve()) if workload_file else None
     names = list(workloads or [])
@@ -172,7 +176,7 @@ def run_settings(
         sizes=[str(s) for s in sizes] if sizes else None,
         dtype=dtype,
         threads=threads if threads is not None else defaults.threads,
-        devices=list(devices or defaults.devices),
+        devices=parse_devices(devices or []) or defaults.devices,
         seed=seed,
         timeout=timeout,
         timer=sampling(suite, default_suite=not (workloads or source), given=given),

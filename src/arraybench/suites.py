@@ -74,7 +74,13 @@ def quick_parts(dtype: str) -> tuple[Part, ...]:
     )
 
 
-SUITES = {"quick": quick_parts, "seeds": lambda dtype: SEEDS}
+def vmap_parts(dtype: str) -> tuple[Part, ...]:
+    """Every form (loop, vmap, batched) of every vmap family over its batch-size sweep, in the run's
+    dtype: the report's vmap section (report/vmap.py) sets the forms side by side."""
+    return (Part(tuple(n for n, wl in WORKLOADS.items() if wl.family is not None), ("sweep",), dtype),)
+
+
+SUITES = {"quick": quick_parts, "seeds": lambda dtype: SEEDS, "vmap": vmap_parts}
 
 
 def suite_parts(suite: str, dtype: str) -> tuple[Part, ...]:

@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from arraybench.devices import DeviceSpec, kind_of
+
 
 class Unavailable(Exception):
     """The framework cannot run here; the message says why and how to fix it."""
@@ -73,13 +75,20 @@ class Backend:
     distribution: ClassVar[str]
     extra: ClassVar[str]
     devices_supported: ClassVar[tuple[str, ...]] = ("cpu",)
+    # Whether the framework can spread one computation over several devices of a kind (a device
+    # token such as cpu:4 or gpu:2): the multi-device workloads are planned on such tokens only here.
+    spans_devices: ClassVar[bool] = False
     jit_modes: ClassVar[tuple[str, ...]] = ()
     jit_name: ClassVar[str | None] = None
 
     def __init__(self, threads: int, dtype: str, device: str = "cpu") -> None:
         self.threads = threads
         self.dtype = dtype
-        self.device = device
+        self.device = device  # the normalised token (devices.py): cpu, cpu:4, gpu:1,3, gpu:all
+        self.spec = DeviceSpec.parse(device)
+        self.kind = kind_of(device)
+        # How many devices a case's computation spans; load() sets it where the token says `all`.
+        self.n_devices = self.spec.count or 1
 
     # --- without importing the framework -------------------------------------------------
     @classmethod
@@ -117,7 +126,16 @@ class Backend:
             "threads_requested": self.threads,
             "cpu_affinity": len(os.sched_getaffinity(0)),
             "blas": blas_info(),
+            "n_devices": self.n_devices,
+            "devices_used": self.devices_used(),
+            # Several CPU "devices" are slices of the same cores: 4 forced host devices on 2 cores
+            # share those 2 cores, and a speedup over them cannot exceed what the cores give.
+            "cores_shared": len(os.sched_getaffinity(0)) if self.kind == "cpu" and self.n_devices > 1 else None,
         }
+
+    def devices_used(self) -> list[str]:
+        """The devices a case's computation runs on, as the framework names them (after load)."""
+        return [self.device]
 
     def devices(self) -> list[str]:
         return ["cpu"]
@@ -127,6 +145,19 @@ class Backend:
         x = self.upload(np.ascontiguousarray(a))
         self.check_dtype(x)
         return x
+
+    def to_devices(self, a: np.ndarray, how: str) -> Any:
+        """`a` laid over this backend's devices for a multi-device workload (workloads.base.Spread):
+        `split` along its leading axis, a `copy` on every device, or on the `first` device only.
+        On one device this is `to_device`: the plain single-device case, the scaling baseline."""
+        if self.n_devices == 1:
+            return self.to_device(a)
+        raise Unavailable(f"{self.name} cannot spread a computation over {self.n_devices} devices")
+
+    def gather(self, out: Any, how: str) -> Any:
+        """A multi-device workload's output on the host, whole: its `split` pieces joined, one of
+        its `copy` replicas, or the array on whichever device it is (`first`)."""
+        return self.to_host(out)
 
     def upload(self, a: np.ndarray) -> Any:
         """The copy alone, with no checks: what a transfer workload times (contiguous input)."""
@@ -144,7 +175,7 @@ class Backend:
     def pipelined(self) -> bool:
         """Whether calls queue on a device stream in order, so one sync at the end of a block of
         calls waits for all of them (the Timer then syncs per block, as CUDA events time)."""
-        return self.asynchronous and self.device == "gpu"
+        return self.asynchronous and self.kind == "gpu"
 
     def sync(self, out: Any) -> None:
         """Block until `out` is computed. Called inside the timed region."""

@@ -1,4 +1,5 @@
-"""TensorFlow: eager ops and XLA-compiled tf.function on CPU or GPU."""
+"""TensorFlow: eager ops and XLA-compiled tf.function on CPU or GPU; several devices through a
+MirroredStrategy (logical devices on the CPU)."""
 
 import sys
 from collections.abc import Callable
@@ -19,7 +20,8 @@ class TensorflowBackend(Backend):
     module = "tensorflow"
     distribution = "tensorflow-cpu"
     extra = "tensorflow"
-    devices_supported = ("cpu", "gpu")
+    devices_supported = ("cpu", "gpu", "tpu")
+    spans_devices = True
     jit_modes = ("jit",)
     jit_name = "tf.function(jit_compile=True)"
 
@@ -38,7 +40,7 @@ class TensorflowBackend(Backend):
         env = super().env()
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"  # drop INFO and WARNING chatter, keep errors
         env["TF_ENABLE_ONEDNN_OPTS"] = "1"
-        if self.device == "cpu":
+        if self.kind != "gpu":
             env["CUDA_VISIBLE_DEVICES"] = "-1"
         return env
 
@@ -58,14 +60,27 @@ class TensorflowBackend(Backend):
         tf.config.threading.set_intra_op_parallelism_threads(self.threads)
         tf.config.threading.set_inter_op_parallelism_threads(1)
         tf.config.experimental.enable_tensor_float_32_execution(False)
-        if self.device == "gpu":
-            gpus = tf.config.list_physical_devices("GPU")
-            if not gpus:
-                raise Unavailable("TensorFlow sees no GPU")
-            tf.config.experimental.set_memory_growth(gpus[0], True)
-            self.dev_name = "/GPU:0"
+        kind = self.kind.upper()
+        found = tf.config.list_physical_devices(kind)
+        if self.kind == "cpu" and not self.spec.single:
+            # N logical CPU devices over the one physical CPU (its cores shared): before any op.
+            count = max(self.spec.ids) + 1 if self.spec.ids else self.threads
+            tf.config.set_logical_device_configuration(found[0], [tf.config.LogicalDeviceConfiguration()] * count)
+            seen = count
         else:
-            self.dev_name = "/CPU:0"
+            seen = len(found)
+        ids = self.spec.ids if self.spec.ids is not None else tuple(range(seen))
+        if not seen or max(ids) >= seen:
+            raise Unavailable(f"TensorFlow sees {seen} {kind} device(s); {self.device} needs ids "
+                              f"{', '.join(map(str, ids))}")
+        if self.kind == "gpu":
+            for i in ids:
+                tf.config.experimental.set_memory_growth(found[i], True)
+        self.dev_names = [f"/{kind}:{i}" for i in ids]
+        self.dev_name = self.dev_names[0]
+        self.n_devices = len(ids)
+        # Several devices: one replica per device, all-reduce across them (on the CPU, in host memory).
+        self.strategy = tf.distribute.MirroredStrategy(self.dev_names) if self.n_devices > 1 else None
         self.tf = tf
         self._sync_devices = getattr(tf.test.experimental, "sync_devices", None)
         self._synchronous = bool(tf.config.experimental.get_synchronous_execution())
@@ -82,6 +97,35 @@ class TensorflowBackend(Backend):
     def devices(self) -> list[str]:
         return [d.name for d in self.tf.config.list_logical_devices()]
 
+    def devices_used(self) -> list[str]:
+        return list(self.dev_names)
+
+    def to_devices(self, a: np.ndarray, how: str) -> Any:
+        """A PerReplica value of the strategy: each replica's rows (`split`) or the whole of `a` (`copy`)
+        on its device; `first`: a tensor on the first device."""
+        if self.strategy is None or how == "first":
+            return self.to_device(a)
+        n, tf = self.n_devices, self.tf
+        if how == "split" and a.shape[0] % n:
+            raise Unavailable(f"{a.shape[0]} rows do not split evenly over {n} devices")
+        rows = a.shape[0] // n
+
+        def part(ctx: Any) -> Any:
+            i = ctx.replica_id_in_sync_group
+            piece = a[i * rows:(i + 1) * rows] if how == "split" else a
+            return tf.identity(tf.convert_to_tensor(np.ascontiguousarray(piece)))
+
+        x = self.strategy.experimental_distribute_values_from_function(part)
+        for t in self.strategy.experimental_local_results(x):
+            self.check_dtype(t)
+        return x
+
+    def gather(self, out: Any, how: str) -> Any:
+        if self.strategy is None or how == "first":
+            return self.to_host(out)
+        parts = [t.numpy() for t in self.strategy.experimental_local_results(out)]
+        return np.concatenate(parts) if how == "split" else parts[0]
+
     def upload(self, a: np.ndarray) -> Any:
         with self.tf.device(self.dev_name):
             return self.tf.identity(self.tf.convert_to_tensor(a))
@@ -91,10 +135,10 @@ class TensorflowBackend(Backend):
 
     @property
     def asynchronous(self) -> bool:
-        return self.device == "gpu" or not self._synchronous
+        return self.kind == "gpu" or not self._synchronous
 
     def sync(self, out: Any) -> None:
-        if self.device == "cpu" and self._synchronous:
+        if self.kind == "cpu" and self._synchronous:
             return  # TF's synchronous executor: on the CPU the result exists when the call returns
         if self._sync_devices is not None:
             self._sync_devices()
@@ -108,7 +152,7 @@ class TensorflowBackend(Backend):
         on the CPU anyway and `fn` is returned as is: entering a device scope on every timed
         call is bookkeeping the other frameworks do not pay.
         """
-        if self.device == "cpu":
+        if self.kind == "cpu" and self.n_devices == 1:
             return fn
         tf, dev = self.tf, self.dev_name
 
@@ -136,10 +180,10 @@ class TensorflowBackend(Backend):
         return self.tf.experimental.numpy
 
     def peak_memory(self) -> int | None:
-        if self.device != "gpu":
+        if self.kind != "gpu":
             return None
-        return self.tf.config.experimental.get_memory_info("GPU:0")["peak"]
+        return self.tf.config.experimental.get_memory_info(self.dev_name.lstrip("/"))["peak"]
 
     def start_case(self) -> None:
-        if self.device == "gpu":
-            self.tf.config.experimental.reset_memory_stats("GPU:0")
+        if self.kind == "gpu":
+            self.tf.config.experimental.reset_memory_stats(self.dev_name.lstrip("/"))

@@ -1,12 +1,24 @@
-"""PyTorch: eager tensors and torch.compile (Inductor) on CPU or CUDA."""
+"""PyTorch: eager tensors and torch.compile (Inductor) on CPU or CUDA; several devices as one process
+each under torch.distributed (gloo on the CPU), the worker being rank 0 and driving the others."""
 
+import datetime
+import os
+import socket
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable, to_host_tree
+
+# The command rank 0 broadcasts to its peers (execution/torch_peer.py), one int32 each: run the
+# built function once more on your inputs; read a message (broadcast_object_list) next; exit;
+# nothing (what timing the command alone sends).
+CALL, MESSAGE, STOP, PROBE = 1, 2, 0, 3
+PEER_START_TIMEOUT = datetime.timedelta(seconds=120)
 
 
 class TorchBackend(Backend):
@@ -15,6 +27,8 @@ class TorchBackend(Backend):
     distribution = "torch"
     extra = "torch"
     devices_supported = ("cpu", "gpu")
+    spans_devices = True
+    rank = 0  # this process's rank when a case spans several devices; peers are 1..N-1
     jit_modes = ("jit",)
     jit_name = "torch.compile"
     cold_method = "CUDA events around one call (torch.cuda.Event)"
@@ -22,7 +36,7 @@ class TorchBackend(Backend):
     def env(self) -> dict[str, str]:
         env = super().env()
         env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile-worker pool beside the timed process
-        if self.device == "cpu":
+        if self.kind == "cpu":
             env["CUDA_VISIBLE_DEVICES"] = ""
         return env
 
@@ -31,29 +45,144 @@ class TorchBackend(Backend):
             import torch
         except ImportError as e:
             raise Unavailable(f"{e} (pip install 'arraybench[torch]')") from e
-        torch.set_num_threads(self.threads)
+        # N processes share the worker's cores: each gets its share of the threads, not all of them.
+        torch.set_num_threads(max(1, self.threads // self.n_devices))
         torch.set_num_interop_threads(1)
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-        if self.device == "gpu":
+        if self.spec.ids is None:
+            raise Unavailable(f"{self.device}: torch runs one process per device, whose number must be given "
+                              f"({self.kind}:N)")
+        self.ids = self.spec.ids
+        if self.kind == "gpu":
             if not torch.cuda.is_available():
                 raise Unavailable("torch sees no CUDA device (CPU build, or no driver)")
-            self.dev = torch.device("cuda", 0)
+            if max(self.ids) >= torch.cuda.device_count():
+                raise Unavailable(f"torch sees {torch.cuda.device_count()} CUDA device(s); {self.device} needs "
+                                  f"ids {', '.join(map(str, self.ids))}")
+            self.dev = torch.device("cuda", self.ids[self.rank])
         else:
             self.dev = torch.device("cpu")
         self.torch = torch
+        self._peers: list[subprocess.Popen[bytes]] = []
+        self.command_s: float | None = None
+        if self.n_devices > 1 and self.rank == 0:
+            self.spread()
+
+    # --- several devices: one process each ---------------------------------------------------
+    def spread(self) -> None:
+        """Start the N-1 peer processes and join them in a process group (gloo on the CPU, NCCL on
+        GPUs); then time the per-call command they wait on, which every timed call includes."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        for rank in range(1, self.n_devices):
+            cmd = [sys.executable, "-m", "arraybench.execution.torch_peer", "--rank", str(rank),
+                   "--port", str(port), "--threads", str(self.threads), "--dtype", self.dtype,
+                   "--device", self.device, "--parent", str(os.getpid())]
+            # The peers write to the worker's log (its fd 2) and die with it (torch_peer).
+            self._peers.append(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=2, stderr=2))
+        self.join(port)
+        t0, calls = time.perf_counter(), 200
+        for _ in range(calls):
+            self._broadcast_code(PROBE)
+        self.command_s = (time.perf_counter() - t0) / calls
+
+    def join(self, port: int) -> None:
+        """Join the case's process group as `self.rank` (rank 0 rendezvous at 127.0.0.1:`port`)."""
+        dist = self.torch.distributed
+        if not dist.is_available():
+            raise Unavailable("this torch build has no torch.distributed")
+        dist.init_process_group("nccl" if self.kind == "gpu" else "gloo", init_method=f"tcp://127.0.0.1:{port}",
+                                rank=self.rank, world_size=self.n_devices, timeout=PEER_START_TIMEOUT)
+        self._code = self.torch.zeros(1, dtype=self.torch.int32, device=self.dev)
+
+    def _broadcast_code(self, code: int) -> int:
+        """Rank 0: send `code` to the peers; a peer: wait for it and return it."""
+        if self.rank == 0:
+            self._code.fill_(code)
+        self.torch.distributed.broadcast(self._code, src=0)
+        return int(self._code.item())
+
+    def command(self, code: int, message: Any = None) -> None:
+        """Rank 0: tell the peers what to do next (a MESSAGE is followed by `message`, a tuple)."""
+        self._broadcast_code(code)
+        if code == MESSAGE:
+            self.torch.distributed.broadcast_object_list([message], src=0)
+
+    def built_everywhere(self, workload: str, mode: str, params: dict[str, Any],
+                         make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+        """`make()` on this rank; on rank 0 of several, on every peer too (they build the same
+        workload from its name), and the result wrapped so that each call first tells the peers to
+        run theirs. A peer's failure to build is raised here, so no rank waits on a collective."""
+        if self.n_devices == 1 or self.rank != 0:
+            return make()
+        self.command(MESSAGE, ("build", workload, mode, params))
+        mine: Exception | None = None
+        try:
+            fn = make()
+        except Exception as e:  # noqa: BLE001 - raised below, after the peers said theirs
+            mine = e
+        errors: list[Any] = [None] * self.n_devices
+        self.torch.distributed.gather_object("", errors, dst=0)
+        if mine is not None:
+            raise mine
+        failed = [f"rank {r}: {e}" for r, e in enumerate(errors) if e]
+        if failed:
+            raise RuntimeError(f"a peer could not build the case: {failed[0]}")
+
+        def call(*args: Any) -> Any:
+            self._broadcast_code(CALL)
+            return fn(*args)
+
+        return call
+
+    def to_devices(self, a: np.ndarray, how: str) -> Any:
+        """This rank's part of `a`, the peers sent theirs: a `split` scatters its rows over the ranks,
+        a `copy` is broadcast to every one; `first` stays on rank 0."""
+        if self.n_devices == 1:
+            return self.to_device(a)
+        if how == "split" and a.shape[0] % self.n_devices:
+            raise Unavailable(f"{a.shape[0]} rows do not split evenly over {self.n_devices} devices")
+        dist, x = self.torch.distributed, self.to_device(a)
+        self.command(MESSAGE, ("input", how, tuple(a.shape), str(a.dtype)))
+        if how == "first":
+            return x
+        if how == "copy":
+            dist.broadcast(x, src=0)
+            return x
+        parts = list(x.chunk(self.n_devices))
+        mine = self.torch.empty_like(parts[0])
+        dist.scatter(mine, parts, src=0)
+        return mine
+
+    def gather(self, out: Any, how: str) -> Any:
+        """The output whole on the host: the ranks' `split` parts gathered to rank 0 and joined."""
+        if self.n_devices == 1 or how != "split":
+            return self.to_host(out)
+        self.command(MESSAGE, ("gather", how))
+        parts = [self.torch.empty_like(out) for _ in range(self.n_devices)]
+        self.torch.distributed.gather(out, parts, dst=0)
+        return self.to_host(self.torch.cat(parts))
+
+    def devices_used(self) -> list[str]:
+        where = "cuda:{}" if self.kind == "gpu" else "cpu (rank {})"
+        return [where.format(i) for i in (self.ids if self.kind == "gpu" else range(self.n_devices))]
 
     def info(self) -> dict[str, Any]:
         info = super().info()
         t = self.torch
+        if self.n_devices > 1:
+            info["processes"] = self.n_devices
+            info["command_s"] = self.command_s  # each timed call includes one: rank 0 telling the peers to go
         info["threads_verified"] = t.get_num_threads()
         info["interop_threads"] = t.get_num_interop_threads()
         info["tf32"] = bool(t.backends.cuda.matmul.allow_tf32)
         info["float32_matmul_precision"] = t.get_float32_matmul_precision()
         info["mkldnn"] = bool(t.backends.mkldnn.is_available())
         info["cudnn_tf32"] = bool(t.backends.cudnn.allow_tf32)
-        if self.device == "gpu":
+        if self.kind == "gpu":
             props = t.cuda.get_device_properties(self.dev)
             info["device_name"] = props.name
             info["compute_capability"] = f"{props.major}.{props.minor}"
@@ -71,17 +200,17 @@ class TorchBackend(Backend):
     def upload(self, a: np.ndarray) -> Any:
         x = self.torch.from_numpy(a).to(self.dev)
         # On the CPU `.to` is a no-op: the copy that makes a tensor own its memory is the clone.
-        return x.clone() if self.device == "cpu" else x
+        return x.clone() if self.kind == "cpu" else x
 
     def to_host(self, out: Any) -> Any:
         return to_host_tree(out, lambda t: t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t))
 
     @property
     def asynchronous(self) -> bool:
-        return self.device == "gpu"
+        return self.kind == "gpu"
 
     def sync(self, out: Any) -> None:
-        if self.device == "gpu":
+        if self.kind == "gpu":
             self.torch.cuda.synchronize(self.dev)
 
     def flush_l2(self, nbytes: int) -> None:
@@ -116,7 +245,7 @@ class TorchBackend(Backend):
         return self.torch
 
     def peak_memory(self) -> int | None:
-        if self.device != "gpu":
+        if self.kind != "gpu":
             return None
         return int(self.torch.cuda.max_memory_allocated(self.dev))
 
@@ -127,6 +256,8 @@ class TorchBackend(Backend):
         self.torch.compile(lambda x: x + 1, dynamic=False)(self.torch.ones(1))
 
     def start_case(self) -> None:
+        if self.n_devices > 1 and self.rank == 0:
+            self.command(MESSAGE, ("reset",))
         # Dynamo keeps per-function guards and counts recompilations across calls of one lambda:
         # without a reset, a case's compile depends on which case ran before, and after the
         # recompile limit (8) "jit" silently runs eagerly. The on-disk Inductor cache stays: it is
@@ -134,5 +265,5 @@ class TorchBackend(Backend):
         # something compiled: importing dynamo to reset it costs an eager-only worker ~1 s.
         if "torch._dynamo" in sys.modules:
             self.torch._dynamo.reset()
-        if self.device == "gpu":
+        if self.kind == "gpu":
             self.torch.cuda.reset_peak_memory_stats(self.dev)

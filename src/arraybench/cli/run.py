@@ -73,7 +73,11 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                      help="float32 or float64 (default %(default)s; the seeds suite sets its own)")
     run.add_argument("--threads", type=int, help=f"threads for every backend (default: the {default_threads()} "
                                                  "usable cores; with --cluster local:N, cores/N)")
-    run.add_argument("--devices", default="cpu", help="cpu, gpu or cpu,gpu (default %(default)s)")
+    run.add_argument("--devices", default="cpu",
+                     help="comma-separated devices, each KIND (one device), KIND:N (the first N), KIND:all or "
+                          "KIND:I,J,... (those ids); KIND is the framework's name: cpu, gpu (or cuda), tpu, ... "
+                          "e.g. cpu,cpu:2,cpu:4 measures the multi-device workloads' scaling over 1, 2 and 4 "
+                          "forced host devices (docs/multi-device.md; default %(default)s)")
     run.add_argument("--seed", type=int, default=0, help="seed for inputs and case order (default %(default)s)")
     run.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per case (default %(default)g)")
     run.add_argument("--min-time", type=positive_float, help="seconds of sampling in each process of a case "
@@ -112,7 +116,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                      help="every workload's small preset with short sampling (a smoke test of the machine)")
     run.add_argument("--suite", "--preset", dest="suite", choices=sorted(SUITES), metavar="SUITE",
                      help="a named suite: 'seeds' is every configuration of the four source documents, "
-                          "'quick' the same as --quick (--preset is the old name)")
+                          "'quick' the same as --quick, 'vmap' the loop, vmap and hand-batched forms of the "
+                          "vmap families over their batch sweep (--preset is the old name)")
     run.add_argument("--cluster", metavar="ADDRESS",
                      help="run the cases on Dask workers: tcp://HOST:8786, or local:N for N local workers")
     run.add_argument("--on", metavar="WORKERS",

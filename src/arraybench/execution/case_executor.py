@@ -189,6 +189,7 @@ class CaseExecutor:
         be = self.backend
         seed = input_seed(run_seed, case)
         be.start_case()  # no peak memory or compiler state of an earlier case in this worker
+        got["n_devices"] = be.n_devices
         t0 = time.perf_counter()
         host, entry, offsets = self.inputs(wl, case, seed)
         got["inputs_s"] = time.perf_counter() - t0
@@ -202,7 +203,10 @@ class CaseExecutor:
         if wl.host_args:
             return host, host, expected
         t0 = time.perf_counter()
-        args = tuple(be.to_device(a) for a in host)
+        if wl.spread is not None:
+            args = tuple(be.to_devices(a, how) for a, how in zip(host, wl.spread.inputs, strict=True))
+        else:
+            args = tuple(be.to_device(a) for a in host)
         be.sync(args)
         got["transfer_s"] = time.perf_counter() - t0
         return host, args, expected
@@ -248,7 +252,8 @@ class CaseExecutor:
         """Copy the output back, check it against the reference, and fill in the timer's figures."""
         be, m = self.backend, timing.measurement
         t0 = time.perf_counter()
-        out = be.to_host(timing.last_output)
+        out = be.to_host(timing.last_output) if wl.spread is None else be.gather(timing.last_output,
+                                                                                  wl.spread.output)
         got["to_host_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         tol = expected.tolerance

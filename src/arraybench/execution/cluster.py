@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.case import Case
+from arraybench.devices import device_count, kind_of
 from arraybench.errors import UsageError
 from arraybench.execution.case_executor import blank_record, one_line
 from arraybench.execution.parent import RunConfig, Runner, merge_processes
@@ -179,7 +180,9 @@ def dask_workers(client: Any) -> list[DaskWorker]:
 
 
 def case_needs(case: Case) -> dict[str, float]:
-    return {SLOT: 1, GPU: 1} if case.device == "gpu" else {SLOT: 1}
+    if kind_of(case.device) != "gpu":
+        return {SLOT: 1}
+    return {SLOT: 1, GPU: device_count(case.device) or 1}
 
 
 class ClusterRunner:

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from arraybench import __version__, environment, peaks, refine, run_ids
 from arraybench.case import Case
+from arraybench.devices import kind_of
 from arraybench.errors import UsageError
 from arraybench.execution.parent import Progress, RunConfig, Runner
 from arraybench.plan import build_plan
@@ -51,7 +52,8 @@ def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None)
         "git": environment.git_commit(),
         "settings": settings.to_dict(),
         "environment": {**environment.collect(),
-                        "peaks": peaks.measure(settings.threads, gpu="gpu" in settings.devices)},
+                        "peaks": peaks.measure(settings.threads,
+                                               gpu=any(kind_of(d) == "gpu" for d in settings.devices))},
         "plan_size": plan_size,
     }
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arraybench.errors import UsageError
-from arraybench.report import answer, bound, crossovers, gpu, table
+from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap
 from arraybench.report.files import csv_text
 from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows
 from arraybench.results import Results, atomic_write_text
@@ -64,6 +64,7 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: lis
     md += [f"- **{word}**: {meaning}" for word, meaning in bound.MEANING.items()]
     md += [f"- {line}" for line in rate_notes(data)]
     md += ["", *gpu.markdown(data.records)]
+    md += ["", *vmap.markdown(data), "", *devices.markdown(data)]
     md += ["", "## More plots", ""]
     md += [f"![{p.stem}](plots/{p.name})" for p in svgs if p not in first]
     md += ["", "## Environment and settings", ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from arraybench.devices import kind_of
 from arraybench.measurement import fault_dominated
 
 DISPATCH, MEMORY, COMPUTE, PAGE_FAULTS, TRANSFER = "dispatch", "memory", "compute", "page-faults", "transfer"
@@ -39,14 +40,14 @@ MEANING = {
 
 def roofs(peaks: Mapping[str, Any], device: str, dtype: str) -> tuple[float | None, float | None]:
     """(peak GFLOP/s, peak GB/s) of the machine the case ran on: the GPU's where it ran on one."""
-    here = (peaks.get("gpu") or {}) if device == "gpu" else peaks
+    here = (peaks.get("gpu") or {}) if kind_of(device) == "gpu" else peaks
     return (here.get("matmul_gflops") or {}).get(dtype), here.get("bandwidth_gbs")
 
 
 def cache_roof(peaks: Mapping[str, Any], device: str) -> tuple[float | None, int | None]:
     """(GB/s, bytes) of the CPU's cache roof: a copy whose data stay in one core's cache (peaks.py);
     None on a GPU, or where the peaks did not measure it."""
-    if device != "cpu":
+    if kind_of(device) != "cpu":
         return None, None
     return peaks.get("cache_bandwidth_gbs"), peaks.get("cache_bytes")
 
@@ -57,7 +58,7 @@ def moved_bytes(r: Mapping[str, Any], peaks: Mapping[str, Any]) -> float | None:
     back a copy it had). The host's copy loop is no such bound: a DMA from pinned memory outruns it."""
     if r["workload"] not in TRANSFER_WORKLOADS:
         return r.get("bytes")
-    if r.get("device", "cpu") == "cpu":
+    if kind_of(r.get("device", "cpu")) == "cpu":
         return None
     device_bw = (peaks.get("gpu") or {}).get("bandwidth_gbs")
     if r.get("median_s") and device_bw and r["bytes"] / r["median_s"] / 1e9 > device_bw:
@@ -69,7 +70,7 @@ def no_rate_reason(r: Mapping[str, Any], peaks: Mapping[str, Any]) -> str:
     """Why a case's GFLOP/s or GB/s is left empty ('' when both are real); the words before the colon
     are its short form."""
     if r.get("bytes") and moved_bytes(r, peaks) is None:
-        if r.get("device", "cpu") != "cpu":
+        if kind_of(r.get("device", "cpu")) != "cpu":
             return ("no bytes moved: faster than the GPU's own memory, so the framework returned a copy it "
                     "already had; no GB/s is claimed")
         return ("no bytes moved: on the CPU a transfer stays in host memory (a framework may copy or "
@@ -116,7 +117,7 @@ def classify(r: Mapping[str, Any], floor_s: float | None, peaks: Mapping[str, An
     along its sweep (`fixed_cost_dominates`)."""
     if r["status"] != "ok" or not r.get("median_s"):
         return None
-    median, device = r["median_s"], r.get("device", "cpu")
+    median, device = r["median_s"], kind_of(r.get("device", "cpu"))
     if fault_dominated(r.get("minor_faults_per_call"), median):
         return PAGE_FAULTS
     if r["workload"] in TRANSFER_WORKLOADS and device != "cpu":

@@ -7,6 +7,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arraybench.devices import kind_of
 from arraybench.units import format_seconds
 
 EXPLANATION = (
@@ -23,7 +24,7 @@ EXPLANATION = (
 
 
 def _gpu_records(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    return [r for r in records if r.get("device") == "gpu" and r.get("status") == "ok"]
+    return [r for r in records if kind_of(r.get("device", "cpu")) == "gpu" and r.get("status") == "ok"]
 
 
 def _label(r: Mapping[str, Any]) -> str:

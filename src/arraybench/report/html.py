@@ -11,7 +11,7 @@ from string import Template
 from typing import Any
 
 from arraybench import __version__
-from arraybench.report import bound, gpu
+from arraybench.report import bound, devices, gpu, vmap
 from arraybench.report.answer import Answer
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
@@ -58,6 +58,8 @@ def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], sai
         or '<p class="muted">No plots per workload.</p>',
         bounds=bounds_html(rate_notes),
         gpu=gpu.html_section(data.records),
+        vmap=vmap.html_section(data),
+        devices=devices.html_section(data),
         results=results_table(data),
         problems=problems_html(data),
         environment=environment_html(data),

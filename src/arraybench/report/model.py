@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench.devices import kind_of
 from arraybench.measurement import Measurement
 from arraybench.record import CaseRecord, described, registry
 from arraybench.report import bound
@@ -197,7 +198,7 @@ def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict
     d["dispatch_floor_s"] = floor
     d["bound"] = bound.classify(r, floor, peaks, flat)
     harness = peaks.get("harness_call_s")
-    shown = ok and harness and r.device == "cpu" and median < SUB_MICROSECOND_S
+    shown = ok and harness and kind_of(r.device) == "cpu" and median < SUB_MICROSECOND_S
     d["harness_s"] = harness if shown else None
     return CaseView(r, **d)
 

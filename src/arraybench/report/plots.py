@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from arraybench import bracket
-from arraybench.report import bound
+from arraybench.devices import kind_of
+from arraybench.report import bound, devices, vmap
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
@@ -114,6 +115,8 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                  "are left out); blue is faster than NumPy, red slower. "
                  "Hatched grey cells failed or were wrong and are not ranked.",
                  heatmap_figure(data))
+        vmap.plots(data, save)
+        devices.plots(data, save)
         for machine in data.machines:
             for dtype in dtypes:
                 cases = [r for r in data.records if r["machine"] == machine and r["dtype"] == dtype]
@@ -345,7 +348,7 @@ def roofline_figure(data: ReportData, machine: str, dtype: str, pts: Sequence[Ma
     lo_x, hi_x = min(xs) / 3, max(xs) * 3
     peaks = data.peaks(machine)
     roofs = []
-    for device in sorted({r.get("device", "cpu") for r in pts}):
+    for device in sorted({kind_of(r.get("device", "cpu")) for r in pts}):
         flop_roof, bw_roof = bound.roofs(peaks, device, dtype)
         if flop_roof and bw_roof:
             roofs.append((device.upper(), flop_roof, bw_roof))

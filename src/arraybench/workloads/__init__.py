@@ -6,12 +6,15 @@ from arraybench.workloads import (
     fft,
     grad,
     matmul,
+    multidevice,
     poly,
     retrace,
     rng,
     selu,
     sort,
     transfer,
+    vmap_convolve,
+    vmap_pergrad,
 )
 from arraybench.workloads.base import Check, Workload
 from arraybench.workloads.linreg import linreg, linreg_autodiff
@@ -26,7 +29,9 @@ OPERATIONS = (
     retrace.cached, retrace.new_shape,
 )
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (linreg, linreg_autodiff, *OPERATIONS)}
+# One computation over several devices (device tokens such as cpu:4): multidevice.py.
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (linreg, linreg_autodiff, *OPERATIONS, *multidevice.ALL,
+                                                 *vmap_pergrad.ALL, *vmap_convolve.ALL)}
 
 
 def get_workload(name: str) -> Workload:

@@ -75,6 +75,25 @@ class Sketch:
     describe: Callable[[dict[str, Any]], str]
 
 
+# Where an input or output of a multi-device workload lives (Spread).
+SPLIT, COPY, FIRST = "split", "copy", "first"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How a multi-device workload lays its data over a case's devices (devices.py's tokens).
+
+    Each input is `split` along its leading axis (one slice per device), a `copy` on every
+    device, or on the `first` device only; the output is one of the same (`Backend.gather`
+    brings it back whole). A workload with a Spread is planned on tokens of several devices
+    (`cpu:4`) as well as on one, where it is the plain single-device computation, the baseline
+    of its scaling; a workload without one runs on one device only.
+    """
+
+    inputs: tuple[str, ...]
+    output: str
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """The relative tolerance of one case's check, and how it was derived (kept in the record)."""
@@ -188,6 +207,11 @@ class Workload:
     in_default_suite: bool = True
     # A cheaper check where the full reference costs more than the work (Sketch); None: always full.
     sketch: Sketch | None = None
+    # Multi-device workloads: how inputs and output lie over the devices; None: one device only.
+    spread: Spread | None = None
+    # (family, form): one form (loop, vmap, batched) of a computation the report's vmap section
+    # sets side by side with its other forms (workloads/vmap_family.py); None: no family.
+    family: tuple[str, str] | None = None
 
     # --- registration decorators, so a workload module reads top to bottom ---------------
     def inputs(self, fn: Callable[..., tuple[np.ndarray, ...]]) -> Callable[..., tuple[np.ndarray, ...]]:

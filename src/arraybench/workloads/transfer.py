@@ -81,7 +81,7 @@ def _jax_download(be: Backend, n: int) -> Any:
         # copies; `did_copy` proves it on a GPU (on the CPU, NumPy may view JAX's buffer).
         fresh = ArrayImpl(x.aval, x.sharding, x._arrays, committed=True, _skip_checks=True)
         host, did_copy = fresh._single_device_array_to_np_array_did_copy()
-        if not did_copy and be.device == "gpu":
+        if not did_copy and be.kind == "gpu":
             raise RuntimeError("jaxlib returned a cached host copy; the copy was not timed")
         return host
 
@@ -89,7 +89,7 @@ def _jax_download(be: Backend, n: int) -> Any:
 
 
 def _gpu_only(be: Backend) -> None:
-    if be.device != "gpu":
+    if be.kind != "gpu":
         raise Unavailable(PINNED_NEEDS_GPU)
 
 

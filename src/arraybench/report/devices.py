@@ -1,0 +1,256 @@
+"""The devices section of a report: one computation over 1, 2, 4... devices of a kind, with time,
+speedup, efficiency and the share spent communicating, and where adding a device stops paying."""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from arraybench.devices import kind_of
+from arraybench.report.model import ReportData
+from arraybench.units import format_seconds
+
+# Below this efficiency (speedup over the device count) a further device costs more than half its
+# worth: the usual line where scaling stops paying.
+MIN_EFFICIENCY = 0.5
+# The case that is a multi-device case's communication alone, and the parameter they share.
+COMMUNICATION = {"dp_grad": ("allreduce", "d"), "dp_grad_pmap": ("allreduce", "d")}
+COPY_WORKLOAD = "device_copy"
+HOST_COPIES = ("transfer_to_host", "transfer_to_device")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One device count of a series: its case, and the figures against the series' one-device case."""
+
+    n: int
+    record: Mapping[str, Any]
+    speedup: float | None
+    efficiency: float | None
+    communication: float | None  # share of the call the all-reduce alone takes, where measured
+    separated: bool | None  # faster than the previous count beyond both intervals (None: first)
+
+
+@dataclass(frozen=True)
+class Series:
+    """A workload at one parameter point, on one backend·mode, dtype, machine and kind, over device counts."""
+
+    workload: str
+    label: str
+    kind: str
+    size: Any
+    points: tuple[Point, ...]
+
+    @property
+    def stops_at(self) -> Point | None:
+        """The first count where adding devices stops paying: efficiency below MIN_EFFICIENCY, or no
+        faster than the count before it by the intervals; None where every count paid."""
+        return next((p for p in self.points[1:] if (p.efficiency is not None and p.efficiency < MIN_EFFICIENCY)
+                     or p.separated is False), None)
+
+
+def _ok(r: Mapping[str, Any]) -> bool:
+    return r.get("status") == "ok" and bool(r.get("median_s"))
+
+
+def _n(r: Mapping[str, Any]) -> int:
+    return int(r.get("n_devices") or 1)
+
+
+def series(data: ReportData) -> list[Series]:
+    """Every workload·backend·mode measured at two or more device counts of one kind, one-device baseline first."""
+    groups: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in data.records:
+        if _ok(r) and r["workload"] != COPY_WORKLOAD:
+            key = (r["machine"], r["workload"], r["dtype"], r["backend"], r["mode"],
+                   kind_of(r.get("device", "cpu")), tuple(sorted(r["params"].items())))
+            groups[key].append(r)
+    out = []
+    for key, recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        by_n = {_n(r): r for r in recs}
+        if len(by_n) < 2:
+            continue
+        base = by_n.get(1)
+        points: list[Point] = []
+        for n in sorted(by_n):
+            case = by_n[n]
+            speedup = base["median_s"] / case["median_s"] if base else None
+            separated = _faster(case, points[-1].record) if points else None
+            points.append(Point(n, case, speedup, speedup / n if speedup else None, _communication(data, case),
+                                separated))
+        machine, workload, dtype, backend, mode, kind, _ = key
+        label = f"{backend}·{mode}" + (f" ({dtype})" if len({r['dtype'] for r in data.records}) > 1 else "")
+        label += f" @{machine}" if len(data.machines) > 1 else ""
+        out.append(Series(workload, label, kind, recs[0].get("size"), tuple(points)))
+    return out
+
+
+def _faster(r: Mapping[str, Any], prev: Mapping[str, Any]) -> bool:
+    """`r` is faster than `prev` beyond both intervals (the 95 % intervals the report draws)."""
+    hi = r.get("ci_high_s") or r["median_s"]
+    lo = prev.get("ci_low_s") or prev["median_s"]
+    return bool(hi < lo)
+
+
+def _communication(data: ReportData, r: Mapping[str, Any]) -> float | None:
+    """The all-reduce alone over the call, for a case whose communication was measured as its own case."""
+    if r["workload"] == "allreduce":
+        return 1.0 if _n(r) > 1 else None
+    alone, shared = COMMUNICATION.get(r["workload"], (None, None))
+    if alone is None or _n(r) == 1:
+        return None
+    for c in data.records:
+        if (c["workload"] == alone and _ok(c) and c["machine"] == r["machine"] and c["dtype"] == r["dtype"]
+                and c["backend"] == r["backend"] and c["mode"] == r["mode"] and c.get("device") == r.get("device")
+                and c["params"].get(shared) == r["params"].get(shared)):
+            return min(1.0, c["median_s"] / r["median_s"])
+    return None
+
+
+def verdict(s: Series) -> str:
+    """In words: up to which count adding a device paid, and why it stopped."""
+    stop = s.stops_at
+    last_paid = max((p for p in s.points if stop is None or p.n < stop.n), key=lambda p: p.n)
+    what = f"{s.workload} [{s.size}] {s.label} on {s.kind}"
+    if stop is None:
+        best = s.points[-1]
+        return (f"{what}: every device paid, up to {best.n} (speedup {_x(best.speedup)}, "
+                f"efficiency {_f(best.efficiency)}).")
+    why = (f"efficiency {_f(stop.efficiency)} < {MIN_EFFICIENCY:g}" if stop.efficiency is not None
+           and stop.efficiency < MIN_EFFICIENCY else "not faster than the count before it beyond the intervals")
+    if last_paid.n == 1:
+        return f"{what}: a second device does not pay: at {stop.n}, {why} (speedup {_x(stop.speedup)})."
+    return (f"{what}: adding devices pays up to {last_paid.n} (speedup {_x(last_paid.speedup)}); "
+            f"at {stop.n} it stops: {why}.")
+
+
+def _x(v: float | None) -> str:
+    return f"{v:.2f}×" if v is not None else "–"
+
+
+def _f(v: float | None) -> str:
+    return f"{v:.2f}" if v is not None else "–"
+
+
+def _pct(v: float | None) -> str:
+    return f"{100 * v:.0f} %" if v is not None else ""
+
+
+def cores_note(data: ReportData) -> str:
+    """What the CPU devices of the run shared: N "devices" on fewer cores are slices of the same cores."""
+    shared = sorted({(_n(r), (r.get("backend_info") or {}).get("cores_shared")) for r in data.records
+                     if _n(r) > 1 and kind_of(r.get("device", "cpu")) == "cpu"
+                     and (r.get("backend_info") or {}).get("cores_shared")})
+    if not shared:
+        return ""
+    text = "; ".join(f"{n} devices on {cores} core(s)" for n, cores in shared)
+    return (f"CPU devices here are forced host devices (JAX), logical devices (TensorFlow) or processes "
+            f"(PyTorch) over the same cores: {text}. They share those cores, so no speedup beyond the core "
+            f"count can come from more compute, and past it a device only adds its overhead.")
+
+
+HEADER = ["workload", "size", "backend·mode", "kind", "devices", "median / call", "speedup", "efficiency",
+          "communication"]
+
+
+def rows(all_series: Sequence[Series]) -> list[list[str]]:
+    return [[s.workload, str(s.size), s.label, s.kind, str(p.n), format_seconds(p.record["median_s"]),
+             _x(p.speedup), _f(p.efficiency), _pct(p.communication)] for s in all_series for p in s.points]
+
+
+def copies(data: ReportData) -> list[str]:
+    """Each device→device copy beside the host↔device copies of the same size and backend, in GB/s."""
+    out = []
+    for r in data.records:
+        if r["workload"] != COPY_WORKLOAD or not _ok(r) or not r.get("bytes"):
+            continue
+        line = f"{r['backend']} {r.get('device')} n={r.get('size')}: device→device {_gbs(r)}"
+        for other in data.records:
+            if (other["workload"] in HOST_COPIES and _ok(other) and other["backend"] == r["backend"]
+                    and other.get("size") == r.get("size") and other["dtype"] == r["dtype"]
+                    and kind_of(other.get("device", "cpu")) == kind_of(r.get("device", "cpu"))):
+                line += f"; {other['workload'].replace('transfer_', '')} {_gbs(other)}"
+        out.append(line)
+    return sorted(out)
+
+
+def _gbs(r: Mapping[str, Any]) -> str:
+    return f"{r['bytes'] / r['median_s'] / 1e9:.3g} GB/s ({format_seconds(r['median_s'])})"
+
+
+INTRO = ("One computation spread over 1, 2, 4... devices of a kind. Speedup is the one-device case's median "
+         "over this one's; efficiency is speedup over the device count; communication is the all-reduce "
+         "measured alone (`allreduce` at the same d) as a share of the call. Adding a device stops paying "
+         f"where efficiency falls below {MIN_EFFICIENCY:g} or the time does not fall beyond both 95 % intervals.")
+
+
+def markdown(data: ReportData) -> list[str]:
+    """Lines of report.md's devices section; none where the run has no multi-device case."""
+    found, copied = series(data), copies(data)
+    if not found and not copied:
+        return []
+    md = ["## Several devices", "", INTRO, ""]
+    note = cores_note(data)
+    md += [note, ""] if note else []
+    if found:
+        md += [f"- {verdict(s)}" for s in found] + [""]
+        md += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        md += ["| " + " | ".join(row) + " |" for row in rows(found)]
+        md += [""]
+    if copied:
+        md += ["Copies between devices, beside the host's (document 004):", ""] + [f"- {c}" for c in copied] + [""]
+    return md
+
+
+def html_section(data: ReportData) -> str:
+    """The HTML report's devices section; "" where the run has no multi-device case."""
+    found, copied = series(data), copies(data)
+    if not found and not copied:
+        return ""
+    e = html.escape
+    parts = [f'<section id="devices"><h2>Several devices</h2><p>{e(INTRO).replace("`", "")}</p>']
+    note = cores_note(data)
+    if note:
+        parts.append(f"<p>{e(note)}</p>")
+    if found:
+        parts.append("<ul>" + "".join(f"<li>{e(verdict(s))}</li>" for s in found) + "</ul>")
+        head = "".join(f"<th>{e(h)}</th>" for h in HEADER)
+        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows(found))
+        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    if copied:
+        parts.append("<p>Copies between devices, beside the host's (document 004):</p><ul>"
+                     + "".join(f"<li>{e(c)}</li>" for c in copied) + "</ul>")
+    return "".join(parts) + "</section>"
+
+
+def plots(data: ReportData, save: Callable[[str, str, str, Any], None]) -> None:
+    """Draw the section's plots with `save(name, title, caption, figure)` (plots.write_plots's)."""
+    found = series(data)
+    by_workload: dict[str, list[Series]] = defaultdict(list)
+    for s in found:
+        by_workload[s.workload].append(s)
+    if not by_workload:
+        return
+    from matplotlib.figure import Figure
+
+    for workload, group in sorted(by_workload.items()):
+        fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+        ax = fig.subplots()
+        counts = sorted({p.n for s in group for p in s.points})
+        ax.plot(counts, counts, color="#999999", linestyle=":", label="ideal (speedup = devices)")
+        ax.axhline(1.0, color="#cccccc", linewidth=0.8)
+        for s in group:
+            pts = [(p.n, p.speedup) for p in s.points if p.speedup is not None]
+            ax.plot([n for n, _ in pts], [x for _, x in pts], marker="o", label=f"{s.label} [{s.size}] {s.kind}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts, [str(c) for c in counts])
+        ax.set_xlabel("devices")
+        ax.set_ylabel("speedup over one device")
+        ax.legend(fontsize="small")
+        save(f"devices-{workload}", f"{workload}: speedup over devices",
+             "Speedup over the same computation on one device, per backend·mode (dotted: ideal). "
+             f"Where a line falls below half the diagonal (efficiency {MIN_EFFICIENCY:g}) adding a device "
+             "stopped paying; on CPU devices that share cores it cannot rise above the core count.", fig)
