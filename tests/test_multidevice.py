@@ -2,6 +2,7 @@
 (forced host devices, logical devices, gloo processes) checked against the reference, and the report."""
 
 import os
+from pathlib import Path
 
 import pytest
 from conftest import read_jsonl
@@ -202,3 +203,32 @@ def test_a_tpu_runs_the_catalogue_through_jax_with_no_code_for_it(tmp_path, run_
     assert {(r["workload"], r["mode"]) for r in cases} == {(w, m) for w in ("elementwise_add", "matmul")
                                                           for m in ("eager", "jit")}
     assert all(r["status"] == "ok" and r["correct"] and r["device"] == "tpu" for r in cases), cases
+
+
+FAKES = Path(__file__).parent / "fakes"
+
+
+def test_cupy_spreads_a_case_over_two_gpus_each_share_under_its_own_device(tmp_path, run_cli, monkeypatch):
+    """No GPU here: a stand-in CuPy (tests/fakes/cupy) whose arrays, like CuPy's, refuse to meet an
+    array of another device than the current one. Split inputs, per-device calls, the all-reduce
+    through the first device (this CuPy has no NCCL), the copy between devices and the gather are
+    the code a machine with two GPUs runs; what the GPUs would make of it is not tested here."""
+    monkeypatch.syspath_prepend(str(FAKES))
+    monkeypatch.setenv("PYTHONPATH", f"{FAKES}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    code, _, err = run_cli("run", "--workloads", "dp_matmul,dp_grad,allreduce,device_copy", "--backends", "cupy",
+                           "--devices", "gpu,gpu:2", "--params", "m=64,d=8,n=16", "--no-store",
+                           "--output-dir", str(tmp_path / "out"), *TINY_TIMER)
+    assert code == 0, err
+    cases = {(r["workload"], r["device"]): r for r in read_jsonl(tmp_path / "out" / "results.jsonl")
+             if r["type"] == "case"}
+    workloads = ("dp_matmul", "dp_grad", "allreduce", "device_copy")
+    assert set(cases) == {(w, d) for w in workloads for d in ("gpu", "gpu:2")}
+    for (workload, device), r in cases.items():
+        if workload == "device_copy" and device == "gpu":
+            assert r["status"] == "unsupported" and "needs two" in r["error"]
+            continue
+        assert r["status"] == "ok" and r["correct"], (workload, device, r["error"])
+        assert r["n_devices"] == device_count(device)
+        if device == "gpu:2":
+            assert r["backend_info"]["devices_used"] == ["cuda:0", "cuda:1"]
+            assert r["backend_info"]["allreduce"] == "peer copies through the first device"

@@ -1,4 +1,5 @@
-"""CuPy: NumPy's API on a CUDA GPU; kernels queue on a stream, so every timed call syncs it."""
+"""CuPy: NumPy's API on a CUDA GPU, one or several (one process driving each device in turn);
+kernels queue on a stream, so every timed call syncs it (on every device the case spans)."""
 
 import os
 from collections.abc import Callable
@@ -15,6 +16,7 @@ class CupyBackend(Backend):
     distribution = "cupy-cuda12x"
     extra = "cupy"
     devices_supported = ("gpu",)
+    spans_devices = True
     jit_modes = ("jit",)
     jit_name = "cupy.fuse"
     cold_method = "CUDA events around one call (cupy.cuda.Event)"
@@ -48,11 +50,27 @@ class CupyBackend(Backend):
             raise Unavailable(f"no CUDA device: {e}") from e
         if count == 0:
             raise Unavailable("no CUDA device")
+        ids = self.spec.ids if self.spec.ids is not None else tuple(range(count))
+        if max(ids) >= count:
+            raise Unavailable(f"CuPy sees {count} CUDA device(s); {self.device} needs ids {', '.join(map(str, ids))}")
         import cupyx
 
         self.cupy, self.cupyx = cupy, cupyx
-        self.dev = cupy.cuda.Device(0)
+        self.devs = [cupy.cuda.Device(i) for i in ids]
+        self.dev = self.devs[0]
+        self.n_devices = len(self.devs)
         self.dev.use()
+        # Several GPUs: NCCL's all-reduce over one communicator per device (what an expert uses), or,
+        # where this CuPy was built without NCCL, the partial results copied to the first device,
+        # summed there and copied back (recorded as `allreduce` in the backend info).
+        self.comms = None
+        if self.n_devices > 1:
+            try:
+                from cupy.cuda import nccl
+            except ImportError:
+                return
+            if nccl.available:
+                self.nccl, self.comms = nccl, nccl.NcclCommunicator.initAll([d.id for d in self.devs])
 
     def info(self) -> dict[str, Any]:
         info = super().info()
@@ -63,10 +81,69 @@ class CupyBackend(Backend):
         info["cuda_driver"] = self.cupy.cuda.runtime.driverGetVersion()
         info["tf32"] = os.environ.get("CUPY_TF32", "0") != "0"
         info["threads_verified"] = None
+        if self.n_devices > 1:
+            info["allreduce"] = "nccl" if self.comms is not None else "peer copies through the first device"
         return info
 
     def devices(self) -> list[str]:
         return [f"cuda:{i}" for i in range(self.cupy.cuda.runtime.getDeviceCount())]
+
+    def devices_used(self) -> list[str]:
+        return [f"cuda:{d.id}" for d in self.devs]
+
+    # --- several GPUs: a list of arrays, one per device, in the case's device order -------------
+    def to_devices(self, a: np.ndarray, how: str) -> Any:
+        """`split`: each device's rows, `copy`: the whole of `a` on each device, `first`: one array
+        on the first device. One device: the plain array, as every single-device case has it."""
+        if self.n_devices == 1 or how == "first":
+            return self.to_device(a)
+        n = self.n_devices
+        if how == "split" and a.shape[0] % n:
+            raise Unavailable(f"{a.shape[0]} rows do not split evenly over {n} devices")
+        pieces = np.split(a, n) if how == "split" else [a] * n
+        out = []
+        for dev, piece in zip(self.devs, pieces, strict=True):
+            with dev:
+                out.append(self.to_device(piece))
+        return out
+
+    def gather(self, out: Any, how: str) -> Any:
+        if self.n_devices == 1 or how == "first":
+            return self.to_host(out)
+        parts = [self.cupy.asnumpy(x) for x in out]
+        return np.concatenate(parts) if how == "split" else parts[0]
+
+    def on_each(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> list[Any]:
+        """`fn` on every device, each on its own pieces of `args` (lists from to_devices), queued
+        one device after the other: the calls run on the GPUs at once."""
+        out = []
+        for i, dev in enumerate(self.devs):
+            with dev:
+                out.append(fn(*(a[i] for a in args)))
+        return out
+
+    def allreduce(self, parts: list[Any]) -> list[Any]:
+        """The sum of the devices' `parts`, on every device (in place where NCCL does it)."""
+        cupy = self.cupy
+        if self.comms is not None:
+            nccl = self.nccl
+            kind = nccl.NCCL_FLOAT64 if parts[0].dtype == np.float64 else nccl.NCCL_FLOAT32
+            nccl.groupStart()
+            for comm, dev, x in zip(self.comms, self.devs, parts, strict=True):
+                with dev:
+                    comm.allReduce(x.data.ptr, x.data.ptr, x.size, kind, nccl.NCCL_SUM,
+                                   cupy.cuda.get_current_stream().ptr)
+            nccl.groupEnd()
+            return parts
+        with self.dev:
+            total = parts[0]
+            for x in parts[1:]:
+                total = total + cupy.copy(x)  # cupy.copy: onto the current device, from any other
+        out = [total]
+        for dev in self.devs[1:]:
+            with dev:
+                out.append(cupy.copy(total))
+        return out
 
     def upload(self, a: np.ndarray) -> Any:
         return self.cupy.asarray(a)
@@ -79,7 +156,12 @@ class CupyBackend(Backend):
         return True
 
     def sync(self, out: Any) -> None:
-        self.cupy.cuda.get_current_stream().synchronize()
+        if self.n_devices == 1:
+            self.cupy.cuda.get_current_stream().synchronize()
+            return
+        for dev in self.devs:
+            with dev:
+                self.cupy.cuda.get_current_stream().synchronize()
 
     def flush_l2(self, nbytes: int) -> None:
         if self._flush_buffer is None or self._flush_buffer.nbytes < nbytes:

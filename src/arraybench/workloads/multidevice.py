@@ -15,7 +15,8 @@ On one device each is the plain single-device computation: the baseline its scal
 against. Per framework: JAX shards over a Mesh (NamedSharding; eager: op by op on sharded arrays,
 collectives inserted by XLA; jit: shard_map with an explicit psum), TensorFlow runs one replica per
 device under a MirroredStrategy, PyTorch runs one process per device under torch.distributed (gloo
-on the CPU; the worker is rank 0 and drives its peers, TorchBackend.spread).
+on the CPU; the worker is rank 0 and drives its peers, TorchBackend.spread), CuPy queues each GPU's
+share from one process and all-reduces with NCCL (CupyBackend.allreduce).
 """
 
 from collections.abc import Callable
@@ -149,11 +150,45 @@ LOCAL: dict[str, tuple[Callable[[dict[str, Any]], Callable[..., Any]], bool]] = 
 }
 
 
-# --- NumPy and CuPy: one device, the framework-free baseline --------------------------------------
+# --- NumPy: one device, the framework-free baseline -----------------------------------------------
 for _wl in (dp_matmul, dp_grad, allreduce):
     _local, _ = LOCAL[_wl.name]
-    for _backend in ("numpy", "cupy"):
-        _wl.impl(_backend)(lambda be, _local=_local, **p: _local(p))
+    _wl.impl("numpy")(lambda be, _local=_local, **p: _local(p))
+
+
+# --- CuPy: one process queues each GPU's share in turn (they run at once), NCCL's all-reduce -------
+def _cupy(wl: Workload) -> Callable[..., Any]:
+    local_of, reduce = LOCAL[wl.name]
+
+    def build(be: Any, **params: Any) -> Any:
+        local = local_of(params)
+        if be.n_devices == 1:
+            return local
+
+        def spmd(*args: Any) -> Any:
+            parts = be.on_each(local, args)
+            return be.allreduce(parts) if reduce else parts
+
+        return spmd
+
+    return build
+
+
+for _wl in (dp_matmul, dp_grad, allreduce):
+    _wl.impl("cupy")(_cupy(_wl))
+
+
+@device_copy.impl("cupy")
+def _cupy_copy(be: Any, n: int) -> Any:
+    if be.n_devices < 2:
+        raise Unavailable(NEEDS_TWO)
+    cupy, second = be.cupy, be.devs[1]
+
+    def copy(x: Any) -> Any:
+        with second:
+            return cupy.copy(x)  # peer to peer where the GPUs allow it, else staged by the driver
+
+    return copy
 
 
 # --- JAX: a Mesh over the devices -------------------------------------------------------------------
