@@ -53,7 +53,7 @@ gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 devices=gpu
 [ "$gpus" -ge 2 ] && devices=gpu,gpu:2,gpu:all
 "$py" -m arraybench run --workloads dp_matmul,dp_grad,dp_grad_pmap,allreduce,device_copy --sizes small,large \
-    --backends torch,jax --devices "$devices" --dtype float32 --min-time 0.1 --max-time 1 \
+    --backends cupy,torch,jax --devices "$devices" --dtype float32 --min-time 0.1 --max-time 1 \
     --processes "$processes" --refine 0 --no-store --output-dir "$out/devices" || status=1
 date -u
 exit $status
