@@ -15,6 +15,7 @@ from arraybench.devices import DeviceSpec, device_count, kind_of, parse_devices
 from arraybench.errors import UsageError
 from arraybench.execution.parent import RunConfig, WorkerPool
 from arraybench.plan import build_plan
+from arraybench.report import answer
 from arraybench.report import devices as devices_section
 from arraybench.report.model import ReportData
 from arraybench.settings import run_settings
@@ -172,6 +173,24 @@ def test_the_report_says_where_adding_a_device_stops_paying():
     row = next(line for line in text.splitlines() if line.startswith("| dp_grad | 256 | jax·jit | cpu | 2 |"))
     assert row.rstrip(" |").endswith("20 %")
     assert "Several devices" in devices_section.html_section(data)
+
+
+def test_the_answer_says_where_adding_a_device_stops_paying():
+    recs = (_scaling("dp_grad", "jax", "jit", {1: 1e-3, 2: 0.55e-3, 4: 0.6e-3})
+            + _scaling("allreduce", "jax", "jit", {1: 1e-6, 2: 0.11e-3, 4: 0.3e-3})
+            + _scaling("dp_matmul", "torch", "eager", {1: 1e-3, 2: 0.99e-3})
+            + _scaling("dp_matmul", "jax", "jit", {1: 1e-3, 2: 0.52e-3, 4: 0.27e-3}))
+    said = {a.workload: a.text() for a in answer.answers(ReportData.from_results([results_of(recs, peaks=PEAKS)]), [])}
+    assert "Adding devices pays for jax·jit [256] on cpu up to 2 (1.82×) (2 and 4 CPU devices here share 2 cores)." \
+        in said["dp_grad"]
+    assert "Adding devices pays for jax·jit [256] on cpu up to 4 (3.70×); not for the other 1 series" \
+        in said["dp_matmul"]
+    # The all-reduce alone is communication: it has no scaling to speak of.
+    assert "Adding devices" not in said["allreduce"]
+    slow = _scaling("dp_grad", "torch", "eager", {1: 1e-3, 2: 1.5e-3, 4: 3e-3})
+    said = answer.answers(ReportData.from_results([results_of(slow, peaks=PEAKS)]), [])[0].text()
+    assert "Adding devices paid for none of its 1 backend·mode·size series (2 and 4 CPU devices here share 2 cores); " \
+           "the closest: torch·eager [256] at 2, speedup 0.67×." in said
 
 
 def test_a_run_without_several_devices_has_no_devices_section():

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench import bracket
-from arraybench.report import bound
+from arraybench.report import bound, devices
 from arraybench.report.crossovers import Crossover, point
 from arraybench.report.model import ReportData
 from arraybench.report.table import size_text
@@ -45,6 +45,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     for r in data.records:
         if r["status"] != "unavailable":
             groups[(r["workload"], r["dtype"], r["machine"])].append(r)
+    scaling = devices.series(data)
     out = []
     for (wl, dtype, machine), recs in sorted(groups.items()):
         ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
@@ -53,7 +54,10 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         here = [c for c in found if (c.workload, c.dtype, c.machine) == (wl, dtype, machine)]
         name = data.size_param(wl)
         verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
-        out.append(Answer(wl, dtype, machine, verdict, _why(data, name, ok)))
+        # A multi-device workload's answer also says where adding a device stops paying.
+        spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record["dtype"] == dtype
+                                   and s.points[0].record["machine"] == machine])
+        out.append(Answer(wl, dtype, machine, verdict, " ".join(t for t in (_why(data, name, ok), spread) if t)))
     return out
 
 

@@ -113,7 +113,7 @@ def _communication(data: ReportData, r: Mapping[str, Any]) -> float | None:
 def verdict(s: Series) -> str:
     """In words: up to which count adding a device paid, and why it stopped."""
     stop = s.stops_at
-    last_paid = max((p for p in s.points if stop is None or p.n < stop.n), key=lambda p: p.n)
+    paid = last_paid(s)
     what = f"{s.workload} [{s.size}] {s.label} on {s.kind}"
     if stop is None:
         best = s.points[-1]
@@ -121,10 +121,47 @@ def verdict(s: Series) -> str:
                 f"efficiency {_f(best.efficiency)}).")
     why = (f"efficiency {_f(stop.efficiency)} < {MIN_EFFICIENCY:g}" if stop.efficiency is not None
            and stop.efficiency < MIN_EFFICIENCY else "not faster than the count before it beyond the intervals")
-    if last_paid.n == 1:
-        return f"{what}: a second device does not pay: at {stop.n}, {why} (speedup {_x(stop.speedup)})."
-    return (f"{what}: adding devices pays up to {last_paid.n} (speedup {_x(last_paid.speedup)}); "
+    if paid is None:
+        more = "a second device does not pay" if stop.n == 2 else "adding devices does not pay"
+        return f"{what}: {more}: at {stop.n}, {why} (speedup {_x(stop.speedup)})."
+    return (f"{what}: adding devices pays up to {paid.n} (speedup {_x(paid.speedup)}); "
             f"at {stop.n} it stops: {why}.")
+
+
+def last_paid(s: Series) -> Point | None:
+    """The largest device count up to which adding devices paid; None where a second did not."""
+    stop = s.stops_at
+    paid = [p for p in s.points[1:] if stop is None or p.n < stop.n]
+    return paid[-1] if paid else None
+
+
+def in_words(found: Sequence[Series]) -> str:
+    """The answer's sentence on a workload's scaling: which series gained from more devices, up to how
+    many, and that the others did not (the all-reduce alone is communication: it never gains)."""
+    found = [s for s in found if s.workload != "allreduce"]
+    if not found:
+        return ""
+    paid = [(s, p) for s in found if (p := last_paid(s)) is not None]
+    counts = sorted({p.n for s in found for p in s.points[1:]})
+    shared = sorted({c for s in found for p in s.points if (c := _cores_shared(p.record))})
+    listed = " and ".join(filter(None, (", ".join(map(str, counts[:-1])), str(counts[-1])))) if counts else ""
+    cores = f" ({listed} CPU devices here share {shared[0]} cores)" if shared else ""
+    if not paid:
+        best = max(((s, p) for s in found for p in s.points[1:] if p.speedup), key=lambda sp: sp[1].speedup,
+                   default=None)
+        text = f"Adding devices paid for none of its {len(found)} backend·mode·size series{cores}"
+        if best is not None:
+            s, p = best
+            text += f"; the closest: {s.label} [{s.size}] at {p.n}, speedup {_x(p.speedup)}"
+        return text + "."
+    named = ", ".join(f"{s.label} [{s.size}] on {s.kind} up to {p.n} ({_x(p.speedup)})" for s, p in paid)
+    rest = len(found) - len(paid)
+    return (f"Adding devices pays for {named}" + (f"; not for the other {rest} series" if rest else "")
+            + f"{cores}.")
+
+
+def _cores_shared(r: Mapping[str, Any]) -> int | None:
+    return (r.get("backend_info") or {}).get("cores_shared")
 
 
 def _x(v: float | None) -> str:
@@ -141,9 +178,8 @@ def _pct(v: float | None) -> str:
 
 def cores_note(data: ReportData) -> str:
     """What the CPU devices of the run shared: N "devices" on fewer cores are slices of the same cores."""
-    shared = sorted({(_n(r), (r.get("backend_info") or {}).get("cores_shared")) for r in data.records
-                     if _n(r) > 1 and kind_of(r.get("device", "cpu")) == "cpu"
-                     and (r.get("backend_info") or {}).get("cores_shared")})
+    shared = sorted({(_n(r), _cores_shared(r)) for r in data.records
+                     if _n(r) > 1 and kind_of(r.get("device", "cpu")) == "cpu" and _cores_shared(r)})
     if not shared:
         return ""
     text = "; ".join(f"{n} devices on {cores} core(s)" for n, cores in shared)
@@ -196,7 +232,7 @@ def markdown(data: ReportData) -> list[str]:
     note = cores_note(data)
     md += [note, ""] if note else []
     if found:
-        md += [f"- {verdict(s)}" for s in found] + [""]
+        md += [f"- {verdict(s)}" for s in found if s.workload != "allreduce"] + [""]
         md += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
         md += ["| " + " | ".join(row) + " |" for row in rows(found)]
         md += [""]
@@ -216,7 +252,8 @@ def html_section(data: ReportData) -> str:
     if note:
         parts.append(f"<p>{e(note)}</p>")
     if found:
-        parts.append("<ul>" + "".join(f"<li>{e(verdict(s))}</li>" for s in found) + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{e(verdict(s))}</li>" for s in found if s.workload != "allreduce")
+                     + "</ul>")
         head = "".join(f"<th>{e(h)}</th>" for h in HEADER)
         body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows(found))
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
@@ -224,6 +261,11 @@ def html_section(data: ReportData) -> str:
         parts.append("<p>Copies between devices, beside the host's (document 004):</p><ul>"
                      + "".join(f"<li>{e(c)}</li>" for c in copied) + "</ul>")
     return "".join(parts) + "</section>"
+
+
+# Paul Tol's bright scheme (colour-blind safe), one colour per backend·mode; sizes by line style.
+PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#000000")
+LINE_STYLES = ("-", "--", "-.", ":")
 
 
 def plots(data: ReportData, save: Callable[[str, str, str, Any], None]) -> None:
@@ -237,19 +279,29 @@ def plots(data: ReportData, save: Callable[[str, str, str, Any], None]) -> None:
     from matplotlib.figure import Figure
 
     for workload, group in sorted(by_workload.items()):
-        fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+        fig = Figure(figsize=(7.2, 5.2), layout="constrained")
         ax = fig.subplots()
         counts = sorted({p.n for s in group for p in s.points})
         ax.plot(counts, counts, color="#999999", linestyle=":", label="ideal (speedup = devices)")
         ax.axhline(1.0, color="#cccccc", linewidth=0.8)
+        cores = sorted({c for s in group for p in s.points if (c := _cores_shared(p.record))})
+        if cores:
+            ax.axhline(cores[0], color="#999999", linestyle="--", linewidth=0.8,
+                       label=f"the {cores[0]} cores the CPU devices share")
+        # One colour per backend·mode, one line style per size: a reader follows a framework across sizes.
+        labels = sorted({s.label for s in group})
+        sizes = sorted({s.size for s in group}, key=lambda v: (str(type(v)), v))
         for s in group:
             pts = [(p.n, p.speedup) for p in s.points if p.speedup is not None]
-            ax.plot([n for n, _ in pts], [x for _, x in pts], marker="o", label=f"{s.label} [{s.size}] {s.kind}")
+            colour = PALETTE[labels.index(s.label) % len(PALETTE)]
+            style = LINE_STYLES[sizes.index(s.size) % len(LINE_STYLES)]
+            ax.plot([n for n, _ in pts], [x for _, x in pts], marker="o", color=colour, linestyle=style,
+                    label=f"{s.label} [{s.size}] {s.kind}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(c) for c in counts])
         ax.set_xlabel("devices")
         ax.set_ylabel("speedup over one device")
-        ax.legend(fontsize="small")
+        fig.legend(fontsize="small", loc="outside lower center", ncols=3)
         save(f"devices-{workload}", f"{workload}: speedup over devices",
              "Speedup over the same computation on one device, per backend·mode (dotted: ideal). "
              f"Where a line falls below half the diagonal (efficiency {MIN_EFFICIENCY:g}) adding a device "
