@@ -212,6 +212,9 @@ class TorchBackend(Backend):
     def sync(self, out: Any) -> None:
         if self.kind == "gpu":
             self.torch.cuda.synchronize(self.dev)
+            where = getattr(out, "device", None)  # a copy to another GPU (device_copy) ends there
+            if where is not None and where != self.dev:
+                self.torch.cuda.synchronize(where)
 
     def flush_l2(self, nbytes: int) -> None:
         if self._flush_buffer is None or self._flush_buffer.numel() * 4 < nbytes:

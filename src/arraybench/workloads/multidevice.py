@@ -298,6 +298,10 @@ for _wl in (dp_matmul, dp_grad, allreduce):
 def _tf_copy(be: Any, n: int) -> Any:
     if be.n_devices < 2:
         raise Unavailable(NEEDS_TWO)
+    if be.kind == "cpu":
+        raise Unavailable("TensorFlow's logical CPU devices share one memory: a tensor put on /CPU:1 is the "
+                          "same buffer, no copy (measured: 20 µs a call at n = 1000 and at n = 3000); between "
+                          "GPUs it is a real copy")
     tf, second = be.tf, be.dev_names[1]
 
     def copy(x: Any) -> Any:
@@ -337,5 +341,12 @@ def _torch(wl: Workload, mode: str) -> Callable[..., Any]:
 for _wl in (dp_matmul, dp_grad, allreduce):
     for _mode in ("eager", "jit"):
         _wl.impl("torch", _mode)(_torch(_wl, _mode))
-device_copy.cannot("torch", "eager", "torch's CPU devices here are processes (gloo): a copy between them is a "
-                                     "socket send, not a device copy; on GPUs it would be tensor.to('cuda:1')")
+@device_copy.impl("torch")
+def _torch_copy(be: Any, n: int) -> Any:
+    if be.n_devices < 2:
+        raise Unavailable(NEEDS_TWO)
+    if be.kind != "gpu":
+        raise Unavailable("torch's CPU devices here are processes (gloo): a copy between them is a socket send, "
+                          "not a device copy")
+    second = be.torch.device("cuda", be.ids[1])
+    return lambda x: x.to(second)  # the worker (rank 0) holds the input on the first GPU and copies it
