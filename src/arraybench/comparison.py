@@ -33,6 +33,10 @@ COMPARABLE_SETTINGS = ("dtype", "threads", "devices", "seed", "timer")
 # A case's earlier runs say something about the spread between runs from two on (one run has
 # no spread); fewer, and the case is compared on its two runs alone.
 MIN_EARLIER_RUNS = 2
+# A run-to-run spread worth less than this many degrees of freedom is not added: its t quantile is
+# unbounded (two earlier runs whose cases shift together gave τ ±2.2 % worth 0.06 df on the 2-core
+# VM), so every interval would be infinite; the comparison says so and goes on without it.
+MIN_SPREAD_DF = 1.0
 # What marks an interval that carries the spread between runs (RunSpread) in the case table.
 RUN_MARK = "†"
 
@@ -258,7 +262,14 @@ def ratio_test(base: Replicated, new: Replicated,
         df = (vb + vn + vr) ** 2 / (vb**2 / base.df + vn**2 / new.df + vr**2 / vr_df)
         p = float(2 * stats.t.sf(abs(log_ratio) / se, df))
     half = float(stats.t.ppf(0.975, df)) * se
-    return math.exp(log_ratio), (math.exp(log_ratio - half), math.exp(log_ratio + half)), p
+    return math.exp(log_ratio), (_exp(log_ratio - half), _exp(log_ratio + half)), p
+
+
+def _exp(x: float) -> float:
+    """exp, 0 or inf past a float's range: a t quantile of few degrees of freedom can be vast."""
+    if x > 709.0:
+        return math.inf
+    return math.exp(x) if x > -745.0 else 0.0
 
 
 def decide(ratio: float, ci95: tuple[float, float], q: float, threshold: float) -> str:
@@ -421,7 +432,8 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     earlier = earlier_measurements(base, new, history)
     earlier = {b[k].id: earlier[b[k].id] for k in both if len(earlier.get(b[k].id, {})) >= MIN_EARLIER_RUNS}
     spread = run_spread(earlier)
-    cases = [compare_cases(b[k], n[k], threshold, (base, new), spread if b[k].id in earlier else None)
+    usable = spread if spread is not None and spread.df >= MIN_SPREAD_DF else None
+    cases = [compare_cases(b[k], n[k], threshold, (base, new), usable if b[k].id in earlier else None)
              for k in both]
     tested = [c for c in cases if c.result is not None]
     adjusted = iter(adjust([c.result for c in tested], threshold))  # type: ignore[misc]
@@ -494,6 +506,11 @@ def history_line(cmp: Comparison) -> str | None:
     source = f"{spread.runs} earlier runs of this machine ({spread.cases} cases)"
     if spread.variance <= 0:
         return f"Run-to-run spread: none beyond the processes' own in {source}; nothing added to the intervals."
+    if spread.df < MIN_SPREAD_DF:
+        return (f"Run-to-run spread ±{100 * spread.relative:.1f}% from {source} is worth {spread.df:.2g} degrees "
+                f"of freedom (their cases shift together, so it is known from {spread.runs - 1} difference(s) "
+                "between runs): too few to add to the intervals, which are the runs' own; more earlier runs "
+                "of this command make it count.")
     applied = sum(c.result is not None and c.result.run_variance > 0 for c in cmp.cases)
     return (f"{RUN_MARK} Run-to-run spread ±{100 * spread.relative:.1f}% ({spread.df:.0f} df) from {source}: "
             f"added to both sides of the {applied} intervals so marked (--no-history leaves it out).")

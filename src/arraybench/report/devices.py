@@ -147,8 +147,8 @@ def in_words(found: Sequence[Series]) -> str:
     listed = " and ".join(filter(None, (", ".join(map(str, counts[:-1])), str(counts[-1])))) if counts else ""
     cores = f" ({listed} CPU devices here share {shared[0]} cores)" if shared else ""
     if not paid:
-        best = max(((s, p) for s in found for p in s.points[1:] if p.speedup), key=lambda sp: sp[1].speedup,
-                   default=None)
+        best = max(((s, p) for s in found for p in s.points[1:] if p.speedup),
+                   key=lambda sp: sp[1].speedup or 0.0, default=None)
         text = f"Adding devices paid for none of its {len(found)} backend·mode·size series{cores}"
         if best is not None:
             s, p = best
