@@ -194,7 +194,10 @@ def test_with_a_pooled_prior_compare_finds_a_10_percent_change_on_a_quiet_host()
     found = adjust([compare_samples(b, n, 0.05) for b, n in zip(base, slower, strict=True)], 0.05)
     assert sum(c.verdict == SLOWER for c in found) >= 36
     quiet = adjust([compare_samples(b, n, 0.05) for b, n in zip(base, same, strict=True)], 0.05)
-    assert sum(c.verdict == SAME for c in quiet) >= 20
+    # "same" needs the whole interval within ±5 %: at ±2 % processes the ratio's is about ±4 %
+    # (the median of three processes has √1.35 the mean's standard error), so only ratios within
+    # about 1 % of 1 qualify: 20 of 40 with the geometric mean of processes, 11 with their median.
+    assert sum(c.verdict == SAME for c in quiet) >= 8
     assert sum(c.verdict in ("slower", "faster") for c in quiet) <= 1
 
 

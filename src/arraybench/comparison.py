@@ -13,7 +13,7 @@ from typing import Any
 
 from arraybench import environment, formats
 from arraybench.errors import UsageError
-from arraybench.measurement import FEW_SAMPLES, Replicated
+from arraybench.measurement import FEW_SAMPLES, Replicated, median_variance_factor
 from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import FAILED, Results, measured
@@ -69,13 +69,15 @@ class RunSpread:
 
 
 def log_point(m: Replicated) -> tuple[float, float, int]:
-    """A run's log point estimate of a case, its squared standard error from the spread of its
-    processes' log medians, and that error's degrees of freedom (R − 1; two processes or more).
+    """A run's log point estimate of a case (its Replicated.point), its squared standard error from
+    the spread of its processes' log medians, and that error's degrees of freedom (R − 1; two
+    processes or more).
 
     The plain variance over processes, not the bootstrap's: it is unbiased, which the moment
     estimate of run_spread needs, and a history of hundreds of cases reads in milliseconds."""
     logs = [math.log(x) for x in m.medians]
-    return statistics.fmean(logs), statistics.variance(logs) / len(logs), len(logs) - 1
+    r = len(logs)
+    return math.log(m.point), median_variance_factor(r) * statistics.variance(logs) / r, r - 1
 
 
 def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | None:

@@ -27,6 +27,9 @@ FAULT_DOMINATED_SHARE = 0.3
 # never their average.
 BIMODAL_GAP = 0.25
 BOOTSTRAP_RESAMPLES = 2000
+# Var(median of R normal draws) / Var(their mean), R = 2..12 (odd R by integrating the middle
+# order statistic's density, even R from 2·10⁶ draws); past 12, the limit π/2 (an upper bound).
+MEDIAN_VARIANCE_FACTOR = (1.0, 1.346, 1.191, 1.434, 1.289, 1.473, 1.343, 1.495, 1.384, 1.509, 1.411)
 BOOTSTRAP_SEED = 0  # fixed: the same samples always give the same interval
 
 
@@ -184,9 +187,17 @@ class Measurement:
         }
 
 
+def median_variance_factor(processes: int) -> float:
+    """How much more the median of `processes` log medians varies than their mean (normal draws)."""
+    if processes <= 1:
+        return 1.0
+    return MEDIAN_VARIANCE_FACTOR[processes - 2] if processes - 2 < len(MEDIAN_VARIANCE_FACTOR) else math.pi / 2
+
+
 def bootstrap_log_point(groups: Sequence[Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,
                         seed: int = BOOTSTRAP_SEED) -> Any:
-    """log(Replicated.point) in each of `resamples` two-level (hierarchical) bootstrap resamples.
+    """The mean of the processes' log medians in each of `resamples` two-level (hierarchical)
+    bootstrap resamples: what the spread between processes is read from (own_process_variance).
 
     First each process's median is resampled from its own samples (the noise inside a process),
     then the processes themselves are drawn with replacement (the noise between processes, which
@@ -215,8 +226,13 @@ class Replicated:
 
     A process's allocator state, memory layout and the cases that ran before it shift all of
     its samples together, so samples from one process say nothing about the next process. The
-    point estimate is the geometric mean of the per-process medians (times are ratios at heart),
-    and its interval comes from a hierarchical bootstrap that resamples processes, then samples.
+    point estimate is the median of the per-process medians (the geometric mean of the middle
+    two for an even count): the time of a typical process. Their geometric mean, used before
+    issue 23, let one process in a slow state move the case: in ten identical runs on the
+    2-core VM, most of the cases a run missed in the next run's interval had two processes at
+    the first run's time and one 1.2-3× slower (a page-faulting output buffer, a slow layout).
+    Its spread between processes comes from a hierarchical bootstrap that resamples processes,
+    then samples; the median's standard error is the mean's times √MEDIAN_VARIANCE_FACTOR.
     """
 
     runs: tuple[Measurement, ...]
@@ -260,8 +276,8 @@ class Replicated:
 
     @property
     def point(self) -> float:
-        """Geometric mean of the per-process medians: every process weighs the same."""
-        return math.exp(statistics.fmean(math.log(m) for m in self.medians))
+        """Median of the per-process medians (geometric mean of the middle two for an even count)."""
+        return math.exp(statistics.median(math.log(m) for m in self.medians))
 
     @property
     def spread(self) -> float:
@@ -297,10 +313,13 @@ class Replicated:
 
     @property
     def log_sd(self) -> float:
-        """Standard error of log(point): the pooled variance of one process over R processes; with one
-        process and no prior, the bootstrap's of that process's samples alone (which says too little)."""
+        """Standard error of log(point): the pooled variance of one process over R processes, times
+        the median's MEDIAN_VARIANCE_FACTOR; with one process and no prior, the bootstrap's of that
+        process's samples alone (which says too little)."""
         variance, df = self.pooled_variance
-        return math.sqrt(variance / self.processes) if df > 0 else float(self.log_bootstrap.std())
+        if df <= 0:
+            return float(self.log_bootstrap.std())
+        return math.sqrt(median_variance_factor(self.processes) * variance / self.processes)
 
     @property
     def ci95(self) -> tuple[float, float]:

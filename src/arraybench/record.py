@@ -163,12 +163,15 @@ class CaseRecord(Mapping[str, Any]):
         "s", "a copy between two buffers as large as the last-level cache (hostspeed.measure_memory_reference), "
              "timed before each process's samples and after them (two per process, in order): whether the "
              "memory system was contended then, which the CPU-bound `host_ref_s` cannot see")
-    median_s: float | None = described("s", "one process: the median of its samples; a case: the geometric mean of "
-                                         "its processes' medians (each process weighs the same)")
+    median_s: float | None = described("s", "one process: the median of its samples; a case: the median of its "
+                                         "processes' medians (the geometric mean of the middle two for an even "
+                                         "count): a typical process's time, which one process in a slow state "
+                                         "does not move")
     ci95_s: tuple[float, float] | None = described(
         "s", "one process: its median's distribution-free order-statistics interval; a case: the 95 % interval in "
              "which a repeat run's `median_s` is expected, `median_s · exp(±t · √2 · se)` (se from a hierarchical "
-             "bootstrap; with one process and no prior, that process's own interval). As written, from the case's "
+             "bootstrap, times the median's √MEDIAN_VARIANCE_FACTOR; with one process and no prior, that process's "
+             "own interval). As written, from the case's "
              "own processes (t with `n_processes − 1` degrees of freedom); as read (report, compare, exports), with "
              "se pooled over the run's cases (pooling.py; t with the prior's degrees of freedom added). See "
              "how-a-number-is-made.md")

@@ -390,7 +390,9 @@ def analysed(records: list[CaseRecord]) -> tuple[list[CaseRecord], VariancePrior
 
     A results file holds each case's interval from its own processes, as written when it was
     measured; what reads a run (report, compare, exports, refinement, the store) gets every
-    measured case's `ci95_s` from its samples and the run's prior (pooling.py). Returns the
+    measured case's `ci95_s` from its samples and the run's prior (pooling.py), and its
+    `median_s` from its samples too (a file written before the point became the median of the
+    processes holds their geometric mean; the interval is centred on the median). Returns the
     records, the prior, and the host's full-speed reference time (hostspeed.py; None when no
     case carried reference timings).
     """
@@ -404,7 +406,7 @@ def analysed(records: list[CaseRecord]) -> tuple[list[CaseRecord], VariancePrior
     out = []
     for r in records:
         m = alone[id(r)]
-        out.append(r if m is None else dataclasses.replace(r, ci95_s=m.with_prior(prior).ci95))
+        out.append(r if m is None else dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     return out, prior, full_speed
 
 
