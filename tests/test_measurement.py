@@ -22,8 +22,10 @@ def test_quiet_measurement_is_not_flagged():
 
 @pytest.mark.parametrize("n, lo, hi", [(10, 1, 8), (20, 5, 14), (100, 39, 60), (5, 0, 4)])
 def test_median_confidence_interval_uses_binomial_ranks(n, lo, hi):
-    m = Measurement(tuple(float(i) for i in range(n)))
-    assert m.ci95 == (float(lo), float(hi))
+    # 1000 + rank: evenly spread samples (0, 1, 2, ... would split at 1 → 2 into two modes).
+    m = Measurement(tuple(1000.0 + i for i in range(n)))
+    assert not m.bimodal
+    assert m.ci95 == (1000.0 + lo, 1000.0 + hi)
 
 
 def test_few_samples_warn():

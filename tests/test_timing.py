@@ -90,6 +90,9 @@ def test_a_process_whose_samples_split_into_two_modes_reports_a_mode_never_their
     five = Measurement((0.381, 0.385, 0.820, 0.388, 0.825))
     assert five.bimodal and five.median == 0.385
     assert any("two modes" in w for w in five.warnings)
+    # The interval goes with the median it reports: the larger mode's, not every sample's.
+    assert five.ci95 == (0.381, 0.388)
+    assert two.ci95 == (0.381, 0.820)  # a lone sample's mode: every sample's range
     one_outlier = Measurement((0.100, 0.101, 0.102, 0.103, 0.140))
     assert not one_outlier.bimodal and one_outlier.median == 0.102
     assert not Measurement((0.100, 0.110, 0.120)).bimodal

@@ -100,14 +100,20 @@ class Measurement:
     def bimodal(self) -> bool:
         return self.modes is not None
 
+    @cached_property
+    def reported(self) -> tuple[float, ...]:
+        """The sorted samples the median and its interval speak for: all of them, or the larger
+        mode's where they split into two (the faster on a tie)."""
+        modes = self.modes
+        if modes is None:
+            return self.sorted
+        low, high = modes
+        return high if len(high) > len(low) else low
+
     @property
     def median(self) -> float:
         """The median of the samples; of the larger mode's where they split into two (the faster on a tie)."""
-        modes = self.modes
-        if modes is None:
-            return statistics.median(self.samples)
-        low, high = modes
-        return statistics.median(high if len(high) > len(low) else low)
+        return statistics.median(self.reported)
 
     @property
     def min(self) -> float:
@@ -140,9 +146,12 @@ class Measurement:
         Timing samples are skewed (a long right tail), so a normal-theory interval around the
         mean would mislead. The j-th smallest and j-th largest samples bound the median with
         probability 1 − 2·P(Binomial(n, ½) < j), whatever the distribution; j is the largest
-        rank that keeps this at 95 % or more (fewer than 6 samples: the whole range).
+        rank that keeps this at 95 % or more (fewer than 6 samples: the whole range). Where the
+        samples split into two modes, the interval is the reported mode's, as the median is (a lone
+        sample's mode: every sample's), so that it always holds the median it goes with.
         """
-        s, n = self.sorted, self.n
+        s = self.reported if len(self.reported) > 1 else self.sorted
+        n = len(s)
         j = median_ci_rank(n)
         return s[j - 1], s[n - j]
 
