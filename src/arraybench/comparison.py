@@ -13,7 +13,7 @@ from typing import Any
 
 from arraybench import environment, formats
 from arraybench.errors import UsageError
-from arraybench.measurement import FEW_SAMPLES, Replicated, median_variance_factor
+from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
 from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import FAILED, Results, measured
@@ -76,8 +76,7 @@ def log_point(m: Replicated) -> tuple[float, float, int]:
     The plain variance over processes, not the bootstrap's: it is unbiased, which the moment
     estimate of run_spread needs, and a history of hundreds of cases reads in milliseconds."""
     logs = [math.log(x) for x in m.medians]
-    r = len(logs)
-    return math.log(m.point), median_variance_factor(r) * statistics.variance(logs) / r, r - 1
+    return math.log(m.point), point_variance(statistics.variance(logs), len(logs)), len(logs) - 1
 
 
 def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | None:

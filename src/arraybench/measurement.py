@@ -27,10 +27,10 @@ FAULT_DOMINATED_SHARE = 0.3
 # never their average.
 BIMODAL_GAP = 0.25
 BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0  # fixed: the same samples always give the same interval
 # Var(median of R normal draws) / Var(their mean), R = 2..12 (odd R by integrating the middle
 # order statistic's density, even R from 2·10⁶ draws); past 12, the limit π/2 (an upper bound).
 MEDIAN_VARIANCE_FACTOR = (1.0, 1.346, 1.191, 1.434, 1.289, 1.473, 1.343, 1.495, 1.384, 1.509, 1.411)
-BOOTSTRAP_SEED = 0  # fixed: the same samples always give the same interval
 
 
 def fault_dominated(faults_per_call: float | None, seconds_per_call: float | None) -> bool:
@@ -203,6 +203,12 @@ def median_variance_factor(processes: int) -> float:
     return MEDIAN_VARIANCE_FACTOR[processes - 2] if processes - 2 < len(MEDIAN_VARIANCE_FACTOR) else math.pi / 2
 
 
+def point_variance(process_variance: float, processes: int) -> float:
+    """The variance of Replicated.point's log (the median of `processes` log medians) when one
+    process's log median varies by `process_variance`."""
+    return median_variance_factor(processes) * process_variance / processes
+
+
 def bootstrap_log_point(groups: Sequence[Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,
                         seed: int = BOOTSTRAP_SEED) -> Any:
     """The mean of the processes' log medians in each of `resamples` two-level (hierarchical)
@@ -328,7 +334,7 @@ class Replicated:
         variance, df = self.pooled_variance
         if df <= 0:
             return float(self.log_bootstrap.std())
-        return math.sqrt(median_variance_factor(self.processes) * variance / self.processes)
+        return math.sqrt(point_variance(variance, self.processes))
 
     @property
     def ci95(self) -> tuple[float, float]:

@@ -135,10 +135,16 @@ def last_paid(s: Series) -> Point | None:
     return paid[-1] if paid else None
 
 
+def can_gain(found: Sequence[Series]) -> list[Series]:
+    """The series that adding devices could speed up: all but the all-reduce alone, which is all
+    communication (its verdict would say the obvious)."""
+    return [s for s in found if s.workload != "allreduce"]
+
+
 def in_words(found: Sequence[Series]) -> str:
     """The answer's sentence on a workload's scaling: which series gained from more devices, up to how
-    many, and that the others did not (the all-reduce alone is communication: it never gains)."""
-    found = [s for s in found if s.workload != "allreduce"]
+    many, and that the others did not."""
+    found = can_gain(found)
     if not found:
         return ""
     paid = [(s, p) for s in found if (p := last_paid(s)) is not None]
@@ -232,7 +238,7 @@ def markdown(data: ReportData) -> list[str]:
     note = cores_note(data)
     md += [note, ""] if note else []
     if found:
-        md += [f"- {verdict(s)}" for s in found if s.workload != "allreduce"] + [""]
+        md += [f"- {verdict(s)}" for s in can_gain(found)] + [""]
         md += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
         md += ["| " + " | ".join(row) + " |" for row in rows(found)]
         md += [""]
@@ -252,8 +258,7 @@ def html_section(data: ReportData) -> str:
     if note:
         parts.append(f"<p>{e(note)}</p>")
     if found:
-        parts.append("<ul>" + "".join(f"<li>{e(verdict(s))}</li>" for s in found if s.workload != "allreduce")
-                     + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{e(verdict(s))}</li>" for s in can_gain(found)) + "</ul>")
         head = "".join(f"<th>{e(h)}</th>" for h in HEADER)
         body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows(found))
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
