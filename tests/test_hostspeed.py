@@ -82,3 +82,55 @@ def test_a_host_slow_through_its_samples_is_still_reported(fake_clock):
     refs = host_refs(FakeCore(fake_clock), [("cpu", 1.0), ("gpu", 1.0)] + [("gpu", 2.0), ("cpu", 2.0)] * 2)
     assert min(refs) == STEADY and max(refs) == 2 * STEADY
     assert slowdown(refs) == pytest.approx(2.0) and slowdown(refs) > BUSY_HOST
+
+
+MiB, GiB = 2**20, 2**30
+
+
+@pytest.mark.parametrize(("cache", "memory", "limit", "each", "spills"), [
+    (32 * MiB, 24 * GiB, None, 32 * MiB, True),  # the 2-core EPYC VM: through DRAM, as before
+    (260 * MiB, 24 * GiB, None, 64 * MiB, False),  # the Xeon VM whose make test failed
+    (GiB, 24 * GiB, None, 64 * MiB, False),  # a 3D V-Cache part
+    (GiB, 24 * GiB, 256 * MiB, 16 * MiB, False),  # ... under --memory-limit 256M: 1/8 of it
+    (4 * MiB, GiB, None, 16 * MiB, True),  # a small machine: 1/32 of its memory
+    (None, None, None, 32 * MiB, True),  # nothing known: the floor, said to be DRAM
+])
+def test_the_memory_reference_stays_within_a_share_of_memory_and_of_any_limit(cache, memory, limit, each, spills):
+    ref = hostspeed.plan_memory_reference(cache, memory, limit)
+    assert ref.buffer_bytes == each and ref.spills_cache is spills
+    assert 2 * ref.buffer_bytes <= 2 * hostspeed.MAX_MEMORY_BYTES
+    if limit:
+        assert 2 * ref.buffer_bytes <= limit * hostspeed.LIMIT_SHARE
+    assert ("through DRAM" in ref.what()) is spills
+    assert spills or f"within the {cache // MiB} MiB last-level cache" in ref.what()
+
+
+def test_a_memory_reference_that_cannot_be_made_costs_no_case(fake_clock):
+    def no_room():
+        raise MemoryError("Unable to allocate 1.00 GiB")
+
+    assert hostspeed.measure_memory_reference(fake_clock, no_room) is None
+
+
+def test_a_worker_under_a_256m_limit_on_a_1_gib_cache_times_its_memory_reference(tmp_path):
+    """The real kernel in a fresh process with its cache faked to 1 GiB and RLIMIT_DATA at 256 MiB
+    (what `--memory-limit 256M` applies): before the bound, its 2 GiB of buffers failed every case."""
+    import subprocess
+    import sys
+
+    code = """
+import resource
+from arraybench import hostspeed, limits
+hostspeed.last_level_cache_bytes = lambda: 2**30
+limits.apply_memory_limit(256 * 2**20)
+import numpy as np
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = hostspeed.measure_memory_reference()
+grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(t, hostspeed.this_worker_memory_reference().buffer_bytes, grew * 1024)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    seconds, each, grew = float(out[0]), int(out[1]), int(out[2])
+    assert 0 < seconds < 1
+    assert each == 16 * MiB
+    assert grew <= 2 * each + 8 * MiB

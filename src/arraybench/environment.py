@@ -11,7 +11,7 @@ import socket
 import subprocess
 from typing import Any
 
-from arraybench import gpu
+from arraybench import gpu, hostspeed
 
 FRAMEWORKS = {
     "numpy": ("numpy",),
@@ -154,6 +154,7 @@ def collect() -> dict[str, Any]:
         "cpu_physical": psutil.cpu_count(logical=False),
         "cpu_affinity": len(os.sched_getaffinity(0)),
         "memory_bytes": mem,
+        "last_level_cache_bytes": hostspeed.last_level_cache_bytes(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),

@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import glob
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 REFERENCE_LOOP = 200  # iterations of the reference kernel's loop: ~8–15 µs a call on the VMs above
@@ -73,14 +75,24 @@ def measure_reference(clock: Callable[[], float] = time.perf_counter,
     return best / REFERENCE_CALLS
 
 
-# The memory reference: a copy between two buffers as large as the last-level cache each, so it
-# streams from and to DRAM (~5 ms at 13 GB/s). Measured on the 2-core EPYC VM: another process
-# streaming memory on the other vCPU made this copy 2.3× slower while the CPU-bound loop above
-# read 1.00× and a DRAM latency probe (random cache-line reads) 1.02–1.05×; that probe also read
-# 16–209 µs depending on the case timed before it. Too dear for every sample, it is timed once
-# before a process's samples and once after (CaseExecutor), which spells of seconds do not miss.
-MIN_MEMORY_BYTES = 32 * 2**20
-_memory: list[Any] = []  # the two buffers, made at the first call
+# The memory reference: a copy between two buffers, timed once before a process's samples and once
+# after (CaseExecutor), which spells of seconds do not miss. Measured on the 2-core EPYC VM (32 MiB
+# L3, buffers of 32 MiB each, ~2.5 ms): another process streaming memory on the other vCPU made this
+# copy 2.3× slower while the CPU-bound loop above read 1.00× and a DRAM latency probe (random
+# cache-line reads) 1.02–1.05×; that probe also read 16–209 µs depending on the case timed before it.
+#
+# Each buffer is as large as the last-level cache, so the copy streams through DRAM, within bounds:
+# the cache of cpu0 reads 32 MiB on one VM, 260 MiB on another, over 1 GiB on AMD's 3D V-Cache parts,
+# and buffers of that size (two per worker) failed every case of a run under `--memory-limit 256M`.
+# So both buffers together stay within MEMORY_SHARE of the machine's memory, LIMIT_SHARE of the
+# worker's memory limit and 2 × MAX_MEMORY_BYTES. Where that is smaller than the cache the copy runs
+# within the cache: it then measures the shared cache's bandwidth, which another tenant's traffic
+# lowers too, but less than DRAM's, and the report says which of the two it measured.
+MIN_MEMORY_BYTES = 32 * 2**20  # each buffer at least this: a small cache's copy would be too short to time
+MAX_MEMORY_BYTES = 64 * 2**20  # each buffer at most this: ~5–10 ms a copy, two copies a process
+MEMORY_SHARE = 1 / 32  # both buffers within this share of the machine's memory...
+LIMIT_SHARE = 1 / 8  # ...and of a worker's memory limit (RLIMIT_DATA, limits.py)
+_memory: list[Any] = []  # the two buffers, made at the first call; [None] where they could not be made
 
 
 def last_level_cache_bytes() -> int | None:
@@ -91,31 +103,86 @@ def last_level_cache_bytes() -> int | None:
             text = open(path).read().strip()
         except OSError:
             continue
-        scale = {"K": 2**10, "M": 2**20}.get(text[-1:], 1)
-        digits = text.rstrip("KM")
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
         if digits.isdigit():
             sizes.append(int(digits) * scale)
     return max(sizes) if sizes else None
 
 
+@dataclass(frozen=True)
+class MemoryReference:
+    """How large the memory reference's two buffers are, and what their copy therefore measures."""
+
+    buffer_bytes: int  # each of the two
+    cache_bytes: int | None  # the last-level cache it was sized against, None where unknown
+
+    @property
+    def spills_cache(self) -> bool:
+        """Whether the copy streams through DRAM (each buffer at least the cache), as intended."""
+        return self.cache_bytes is None or self.buffer_bytes >= self.cache_bytes
+
+    def what(self) -> str:
+        """What one copy measures, in words."""
+        size = f"2 × {self.buffer_bytes / 2**20:.0f} MiB"
+        if self.cache_bytes is None or self.spills_cache:
+            return f"a copy through DRAM ({size})"
+        return (f"a copy within the {self.cache_bytes / 2**20:.0f} MiB last-level cache ({size}: the most "
+                "memory it may take; it sees contention for the shared cache, less than for DRAM)")
+
+
+def plan_memory_reference(cache_bytes: int | None, memory_bytes: int | None,
+                          limit_bytes: int | None) -> MemoryReference:
+    """The buffers for a machine with this cache and memory and a worker under this limit (None: none)."""
+    size = max(cache_bytes or 0, MIN_MEMORY_BYTES)
+    caps = [MAX_MEMORY_BYTES]
+    if memory_bytes:
+        caps.append(int(memory_bytes * MEMORY_SHARE) // 2)
+    if limit_bytes:
+        caps.append(int(limit_bytes * LIMIT_SHARE) // 2)
+    size = min(size, *caps)
+    return MemoryReference(buffer_bytes=size // 4096 * 4096, cache_bytes=cache_bytes)
+
+
+def this_worker_memory_reference() -> MemoryReference:
+    """plan_memory_reference for this process: its machine's cache and memory, its RLIMIT_DATA."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return plan_memory_reference(last_level_cache_bytes(), memory,
+                                 None if limit == resource.RLIM_INFINITY else limit)
+
+
 def memory_kernel() -> None:
-    """One copy between two buffers of max(last-level cache, MIN_MEMORY_BYTES) each (made once)."""
+    """One copy between the two buffers of this_worker_memory_reference (made once).
+
+    Raises MemoryError where they cannot be made, and at every later call, without trying again."""
     if not _memory:
         import numpy as np
 
-        size = max(last_level_cache_bytes() or 0, MIN_MEMORY_BYTES)
-        _memory.extend([np.ones(size // 8), np.zeros(size // 8)])
+        try:
+            size = this_worker_memory_reference().buffer_bytes
+            _memory.extend([np.ones(size // 8), np.zeros(size // 8)])
+        except MemoryError:
+            _memory[:] = [None]
+    if _memory[0] is None:
+        raise MemoryError("no room for the memory reference's buffers")
     _memory[1][...] = _memory[0]
 
 
 def measure_memory_reference(clock: Callable[[], float] = time.perf_counter,
-                             kernel: Callable[[], object] = memory_kernel) -> float:
-    """Seconds one memory_kernel call takes now (its buffers are made and touched before the clock starts)."""
-    if kernel is memory_kernel and not _memory:
+                             kernel: Callable[[], object] = memory_kernel) -> float | None:
+    """Seconds one memory_kernel call takes now (its buffers are made and touched before the clock
+    starts), or None where its buffers do not fit: the reference never costs a case."""
+    try:
+        if kernel is memory_kernel and not _memory:
+            kernel()
+        t0 = clock()
         kernel()
-    t0 = clock()
-    kernel()
-    return clock() - t0
+        return clock() - t0
+    except MemoryError:
+        return None
 
 
 def nominal(refs: Sequence[float]) -> float | None:

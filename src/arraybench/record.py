@@ -160,9 +160,10 @@ class CaseRecord(Mapping[str, Any]):
              "then (hostspeed.py); a diagnostic, not used to correct the samples; `null` where a case was measured "
              "without it")
     memory_ref_s: tuple[float, ...] | None = described(
-        "s", "a copy between two buffers as large as the last-level cache (hostspeed.measure_memory_reference), "
-             "timed before each process's samples and after them (two per process, in order): whether the "
-             "memory system was contended then, which the CPU-bound `host_ref_s` cannot see")
+        "s", "a copy between two buffers as large as the last-level cache, within a small share of memory and "
+             "of `--memory-limit` (hostspeed.plan_memory_reference), timed before each process's samples and "
+             "after them (two per process, in order): whether the memory system was contended then, which the "
+             "CPU-bound `host_ref_s` cannot see; `null` where its buffers did not fit")
     median_s: float | None = described("s", "one process: the median of its samples; a case: the median of its "
                                          "processes' medians (the geometric mean of the middle two for an even "
                                          "count): a typical process's time, which one process in a slow state "

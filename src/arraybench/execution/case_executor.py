@@ -233,7 +233,9 @@ class CaseExecutor:
             timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
                            reference=measure_reference).run()
             got["timer_s"] = time.perf_counter() - t0
-            got["memory_ref_s"] = (memory_before, measure_memory_reference())
+            memory_after = measure_memory_reference()
+            got["memory_ref_s"] = (None if memory_before is None or memory_after is None
+                                   else (memory_before, memory_after))
             # Warm-up and samples reuse the first call's shapes: any new entry is the first call's.
             got["first_call_cache"] = first_call_state(before, entries(cc) if cc is not None else 0, cc is not None)
             if self.clocks:

@@ -10,7 +10,7 @@ from pathlib import Path
 from arraybench.errors import UsageError
 from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap
 from arraybench.report.files import csv_text
-from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows
+from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, memory_reference
 from arraybench.results import Results, atomic_write_text
 
 __all__ = ["Report", "publish", "write_all"]
@@ -96,7 +96,7 @@ def host_warnings(data: ReportData) -> tuple[str, ...]:
                        "and the intervals are as wide as that makes them")
         if memory and memory > BUSY_MEMORY:
             out.append(f"{where}'s memory system ran {memory:.2f}× slower than its fastest at the median of this run "
-                       "(a copy through DRAM timed before and after each process's samples): contended by another "
+                       f"({memory_reference(a)} timed before and after each process's samples): contended by another "
                        "tenant, which a CPU-bound loop does not see; memory-bound numbers move with it")
         if a.get("fixed_layout"):
             out.append("--fixed-layout: every process placed its inputs and heap alike, so the intervals do not "

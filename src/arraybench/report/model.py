@@ -226,13 +226,22 @@ def analysis(res: Results) -> dict[str, Any]:
     latest = res.latest().values()
     refs = [x for r in latest for x in r.host_ref_s or ()]
     memory = [x for r in latest for x in r.memory_ref_s or ()]
+    env = res.environment
+    reference = hostspeed.plan_memory_reference(env.get("last_level_cache_bytes"), env.get("memory_bytes"),
+                                                (res.settings or {}).get("memory_limit"))
     return {"prior": res.prior.to_json(), "full_speed_s": res.full_speed_s,
             "host_slowdown": hostspeed.slowdown(refs, res.full_speed_s),
             "memory_full_speed_s": hostspeed.nominal(memory),
             "memory_slowdown": hostspeed.slowdown(memory, hostspeed.nominal(memory)),
+            "memory_reference": reference.what() if "last_level_cache_bytes" in env else None,
             "fixed_layout": bool((res.settings or {}).get("fixed_layout")),
             "short_of_samples": sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
             "bimodal_processes": sum(1 for r in latest for p in r.replicates if p.bimodal)}
+
+
+def memory_reference(analysed: dict[str, Any]) -> str:
+    """What the run's memory reference measured (a file from before its size was bounded: DRAM)."""
+    return analysed.get("memory_reference") or "a copy through DRAM"
 
 
 def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
@@ -245,7 +254,7 @@ def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
                                    + (": a shared or throttled host, which moves every number with it"
                                       if a["host_slowdown"] > BUSY_HOST else "")))
     if a.get("memory_full_speed_s") and a.get("memory_slowdown"):
-        rows.append(("memory speed", f"a copy through DRAM took {format_seconds(a['memory_full_speed_s'])} at its "
+        rows.append(("memory speed", f"{memory_reference(a)} took {format_seconds(a['memory_full_speed_s'])} at its "
                                      f"fastest and {a['memory_slowdown']:.2f}× that at the median of this run"
                                      + (": the memory system was contended (another tenant?), which moves "
                                         "memory-bound numbers" if a["memory_slowdown"] > BUSY_MEMORY else "")))
