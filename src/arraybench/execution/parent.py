@@ -39,6 +39,11 @@ WorkerKey = tuple[str, int, str, str]  # backend, threads, dtype, device
 STARTUP_TIMEOUT = 180.0
 
 
+def worker_key(case: Case) -> WorkerKey:
+    """The configuration whose worker runs `case`: one per backend, threads, dtype and device."""
+    return (case.backend, case.threads, case.dtype, case.device)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """What every child of a run is started and asked with, fixed for the run.
@@ -96,8 +101,8 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.execution.child` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, config: RunConfig, floors: bool = False) -> None:
-        self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
+    def __init__(self, case: Case, config: RunConfig, floors: Sequence[str] = ()) -> None:
+        self.key = worker_key(case)
         self.config = config
         config.log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = config.log_dir / f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}.log"
@@ -117,8 +122,8 @@ class Worker:
             cmd += ["--full-check"]
         if config.fixed_layout:
             cmd += ["--fixed-layout"]
-        if floors:
-            cmd += ["--floors"]
+        if floors:  # the modes whose empty call (floors.py) it measures before its first case
+            cmd += ["--floors", ",".join(floors)]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -228,6 +233,7 @@ class Runner:
         return out
 
     def run(self, cases: list[Case]) -> list[CaseRecord]:
+        self.pool.expect(cases)
         done: dict[str, list[CaseRecord]] = defaultdict(list)
         for cid, recs in self.partial.items():
             done[cid] = list(recs)
@@ -325,28 +331,39 @@ class WorkerPool:
         self.config = config
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
-        # Configurations whose empty call (floors.py) a worker of this pool measured: once is
-        # enough (torch.compile of even an empty call costs 2-3 s a process), so later workers skip it.
-        self.floors_measured: set[WorkerKey] = set()
+        # The modes each configuration's cases use (`expect`): a worker measures the empty call
+        # (floors.py) of those only, since a compiled one costs a compilation (torch.compile's
+        # first, cold: 10-30 s of start-up on a loaded 2-core machine, which an eager-only run never uses).
+        self.modes: dict[WorkerKey, set[str]] = defaultdict(set)
+        # The modes whose empty call a worker of this pool measured, per configuration: once is
+        # enough, so later workers skip them.
+        self.floors_measured: dict[WorkerKey, set[str]] = defaultdict(set)
+
+    def expect(self, cases: Iterable[Case]) -> None:
+        """Note the cases the pool is to run, so its workers measure the floors of their modes only
+        (a case not noted gets its own mode's)."""
+        for case in cases:
+            self.modes[worker_key(case)].add(case.mode)
 
     def run_one(self, case: Case) -> CaseRecord:
         cls = backend_class(case.backend)
         ok, reason = cls.installed()
         if not ok:
             return blank_record(case, "unavailable", reason)
-        key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
+        key = worker_key(case)
         if key in self.unavailable:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         startup_s = None  # the worker's start, where this case is its first
         if worker is None:
             t0 = time.monotonic()
-            worker = Worker(case, self.config, floors=key not in self.floors_measured)
+            floors = sorted((self.modes[key] | {case.mode}) - self.floors_measured[key])
+            worker = Worker(case, self.config, floors=floors)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:
                 worker.start()
-                self.floors_measured.add(key)
+                self.floors_measured[key].update(floors)
             except (WorkerDied, WorkerTimeout) as e:
                 self._drop(key)
                 reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
