@@ -18,10 +18,10 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
@@ -393,45 +393,68 @@ class WorkerPool:
             self._drop(key)
 
 
-class Progress:
-    """A progress line on stderr: a bar on a terminal, one line per case otherwise."""
+def progress_label(rec: Mapping[str, Any]) -> str:
+    """How progress names a case: workload[size] backend-mode, and its device (cpu and cpu:2 are two cases)."""
+    return f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']} on {rec.get('device') or 'cpu'}"
 
-    def __init__(self, total: int, stream: TextIO | None = None, processes: int = 1) -> None:
+
+class Progress:
+    """A progress line on stderr: a bar on a terminal, one line per process and per case otherwise.
+
+    It counts cases, or processes where each case is measured in several: then every process
+    moves the counter, those a --resume kept included, where counting cases would stay at 0 until
+    the last round.
+    """
+
+    def __init__(self, total: int, stream: IO[str] | None = None, processes: int = 1) -> None:
         # sys.stderr looked up now, not at import: pytest and notebooks swap it after import.
         self.total, self.done, self.stream = total, 0, stream or sys.stderr
         self.processes, self.processes_done = processes, 0
+        self.counted: dict[str, int] = {}  # per unfinished case, its processes counted so far
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
 
-    def replicate(self, rec: CaseRecord, k: int) -> None:
+    def resumed(self, kept: Mapping[str, Sequence[CaseRecord]]) -> None:
+        """Count the processes of unfinished cases that a --resume keeps (Runner's `partial`) as done."""
+        for cid, recs in kept.items():
+            self.counted[cid] = len(recs)
+            self.processes_done += len(recs)
+
+    def counter(self) -> str:
+        if self.processes == 1:
+            return f"{self.done}/{self.total}"
+        return f"{self.processes_done}/{self.total * self.processes} processes"
+
+    def replicate(self, rec: Mapping[str, Any], k: int) -> None:
         """One process of a case done (the case's own line follows its last process)."""
+        self.counted[rec["id"]] = self.counted.get(rec["id"], 0) + 1
         self.processes_done += 1
-        if k < self.processes - 1 and rec.status in ("ok", "wrong"):
-            what = f"{rec.workload}[{rec.size}] {rec.backend}-{rec.mode} process {k + 1}/{self.processes}"
-            self._write(what, f"{format_seconds(rec.median_s)} {rec.status}")
+        if k < self.processes - 1 and rec["status"] in ("ok", "wrong"):
+            self.show(f"{progress_label(rec)} process {k + 1}/{self.processes}", rec)
 
-    def __call__(self, rec: CaseRecord) -> None:
+    def __call__(self, rec: Mapping[str, Any]) -> None:
         self.done += 1
-        what = f"{rec.workload}[{rec.size}] {rec.backend}-{rec.mode}"
-        if rec.status in ("ok", "wrong"):
-            spread = f", processes ±{50 * (rec.process_spread or 0):.0f}%" if (rec.n_processes or 1) > 1 else ""
-            result = f"{format_seconds(rec.median_s)} {rec.status}{spread}"
-        else:
-            result = rec.status
-        self._write(what, result)
+        # A case that failed is not measured again: the processes it will not run are done too.
+        self.processes_done += self.processes - self.counted.pop(rec["id"], 0)
+        self.show(progress_label(rec), rec)
 
-    def _write(self, what: str, result: str) -> None:
+    def show(self, what: str, rec: Mapping[str, Any]) -> None:
+        """Write the counter and `what` with its result."""
+        if rec["status"] in ("ok", "wrong"):
+            several = (rec.get("n_processes") or 1) > 1
+            spread = f", processes ±{50 * (rec.get('process_spread') or 0):.0f}%" if several else ""
+            result = f"{format_seconds(rec['median_s'])} {rec['status']}{spread}"
+        else:
+            result = rec["status"]
         elapsed = time.monotonic() - self.started
         if self.tty:
             width = 24
-            # A case that fails is not measured again, so this may jump ahead at the end.
             share = min(1.0, self.processes_done / (self.total * self.processes)) if self.total else 1.0
-            filled = int(width * (1.0 if self.done == self.total else share))
+            filled = int(width * share)
             bar = "#" * filled + "-" * (width - filled)
-            self.stream.write(f"\r[{bar}] {self.done}/{self.total} {elapsed:5.0f}s  {what}: {result}\033[K")
+            self.stream.write(f"\r[{bar}] {self.counter()} {elapsed:5.0f}s  {what}: {result}\033[K")
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(f"[{self.done}/{self.total}] {what}: {result}\n")
+            self.stream.write(f"[{self.counter()}] {what}: {result}\n")
         self.stream.flush()
-
