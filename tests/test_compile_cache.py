@@ -107,7 +107,7 @@ def test_a_worker_given_the_runs_cache_compiles_into_it(tmp_path: Path):
         pytest.skip("jax is not installed")
     case = Case("elementwise_add", (("n", 8),), "jax", "jit", "float32", 1)
     worker = Worker(case, RunConfig(TimerConfig(), 0, 60.0, tmp_path / "logs", cache_dir=tmp_path / "cache"),
-                    floors=True)  # the empty call's jax.jit is the compile
+                    floors=("jit",))  # the empty call's jax.jit is the compile
     try:
         worker.start()
     finally:

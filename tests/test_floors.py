@@ -1,9 +1,19 @@
-"""floors: a backend's empty call, per mode (NumPy: nothing to import)."""
+"""floors: a backend's empty call, for the modes the run's cases use (NumPy: nothing to import; workers stubbed)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from arraybench import floors
+from arraybench.backends.base import Backend
 from arraybench.backends.numpy_backend import NumpyBackend
+from arraybench.case import Case
+from arraybench.execution import parent
+from arraybench.execution.case_executor import blank_record
+from arraybench.execution.parent import RunConfig, Runner
+from arraybench.record import CaseRecord
+from arraybench.results import ResultsWriter
 from arraybench.timing import TimerConfig
 
 FAST = TimerConfig(warmup_time=0.001, min_time=0.001, max_time=0.01, min_samples=3, processes=1)
@@ -12,7 +22,7 @@ FAST = TimerConfig(warmup_time=0.001, min_time=0.001, max_time=0.01, min_samples
 def test_numpy_records_its_empty_call():
     be = NumpyBackend(1, "float64")
     be.load()
-    got = floors.measure(be, FAST)
+    got = floors.measure(be, ["eager"], FAST)
     assert set(got["empty_call_s"]) == {"eager"}
     assert 0 < got["empty_call_s"]["eager"] < 1e-3
     assert "empty_call_errors" not in got
@@ -27,9 +37,60 @@ def test_a_mode_that_fails_is_left_out_with_its_reason():
 
     be = Broken(1, "float32")
     be.load()
-    got = floors.measure(be, FAST)
+    got = floors.measure(be, ["eager", "jit"], FAST)
     assert set(got["empty_call_s"]) == {"eager"}
     assert got["empty_call_errors"] == {"jit": "RuntimeError: no compiler here"}
+
+
+def test_only_the_modes_asked_for_are_measured():
+    compiled = []
+
+    class Compiling(NumpyBackend):
+        jit_modes = ("jit",)
+
+        def jit(self, fn, mode, *, any_shape=False):
+            compiled.append(mode)  # torch.compile's first costs 10-30 s of a worker's start-up
+            return fn
+
+    be = Compiling(1, "float32")
+    be.load()
+    eager_only = floors.measure(be, ["eager", "fd"], FAST)
+    assert set(eager_only["empty_call_s"]) == {"eager"} and "empty_call_errors" not in eager_only
+    assert compiled == []
+    assert set(floors.measure(be, ["jit"], FAST)["empty_call_s"]) == {"jit"} and compiled == ["jit"]
+
+
+class StubWorker:
+    """parent.Worker's interface, without a process: notes the floors each worker was asked for."""
+
+    started: list[tuple[str, list[str]]] = []
+
+    def __init__(self, case: Case, config: RunConfig, floors: list[str]) -> None:
+        self.unavailable = None
+        StubWorker.started.append((case.backend, list(floors)))
+
+    def start(self) -> None:
+        pass
+
+    def run(self, case: Case) -> CaseRecord:
+        return replace(blank_record(case, "ok"), samples_s=(1e-3,) * 3, loops=1, median_s=1e-3)
+
+    def kill(self) -> None:
+        pass
+
+
+def test_an_eager_only_worker_measures_no_jit_floor(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(StubWorker, "started", [])
+    monkeypatch.setattr(parent, "Worker", StubWorker)
+    monkeypatch.setattr(Backend, "installed", classmethod(lambda cls: (True, "")))  # no framework is imported
+    cases = [Case("w", (("n", 1),), "torch", "eager", "float32", 1),
+             Case("w", (("n", 1),), "numba", "eager", "float32", 1),
+             Case("w", (("n", 2),), "numba", "jit", "float32", 1)]
+    writer = ResultsWriter(tmp_path / "results.jsonl", {"schema": 2, "settings": {}})
+    Runner(writer, RunConfig(TimerConfig(processes=2), 0, 10.0, tmp_path / "logs")).run(cases)
+    first_round = dict(StubWorker.started[:2])
+    assert first_round == {"torch": ["eager"], "numba": ["eager", "jit"]}
+    assert [floors for _, floors in StubWorker.started[2:]] == [[], []]  # measured once a run
 
 
 def test_the_report_uses_the_measured_empty_call_before_the_cheapest_call():

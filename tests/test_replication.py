@@ -142,6 +142,9 @@ class FakePool:
                           median_s=1e-3 * (1 + self.generation))
         return rec
 
+    def expect(self, cases: list[Case]) -> None:
+        pass
+
     def close(self) -> None:
         self.generation += 1
 
@@ -205,7 +208,7 @@ def test_progress_shows_each_process_and_each_case(tmp_path):
     runner(tmp_path, 2, FakePool(), on_record=progress, on_replicate=progress.replicate).run(plan(2))
     lines = out.getvalue().splitlines()
     assert sum("process 1/2" in ln for ln in lines) == 2
-    assert lines[-1].startswith("[2/2]") and "processes ±" in lines[-1]
+    assert lines[-1].startswith("[4/4 processes]") and "processes ±" in lines[-1]
 
 
 def test_schema_1_results_load_as_one_process_each():

@@ -27,21 +27,34 @@ def test_process_age_counts_from_the_process_start_not_from_a_later_moment():
     assert later is not None and 0.04 < later - age < 1.0
 
 
-@pytest.mark.integration  # starts a worker process
-def test_the_ready_info_carries_each_phase_of_the_workers_start(tmp_path: Path):
-    case = Case("sort", (("n", 8),), "numpy", "eager", "float64", 1)
-    worker = Worker(case, RunConfig(TimerConfig(), 0, 60.0, tmp_path / "logs"), floors=True)
+def ready_info(case: Case, log_dir: Path) -> dict:
+    """What a worker for `case`, asked for its mode's floor, says once it has started."""
+    worker = Worker(case, RunConfig(TimerConfig(), 0, 60.0, log_dir), floors=(case.mode,))
     try:
         worker.start()
     finally:
         worker.kill()
     assert worker.info is not None
-    startup = worker.info["startup"]
+    return worker.info
+
+
+@pytest.mark.integration  # starts a worker process
+def test_the_ready_info_carries_each_phase_of_the_workers_start(tmp_path: Path):
+    startup = ready_info(Case("sort", (("n", 8),), "numpy", "eager", "float64", 1), tmp_path / "logs")["startup"]
     phases = ("interpreter_s", "harness_s", "import_s", "info_s", "floors_s")
     assert all(startup[p] >= 0 for p in phases)
     # Phases one after another, within the clock ticks (10 ms) the process start is known to.
     assert startup["total_s"] >= sum(startup[p] for p in phases) - 0.011
     assert startup["total_s"] < 60
+
+
+@pytest.mark.integration  # starts a torch worker
+def test_an_eager_only_torch_worker_compiles_no_empty_call(tmp_path: Path):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    info = ready_info(Case("elementwise_add", (("n", 8),), "torch", "eager", "float32", 1), tmp_path / "logs")
+    # The jit floor's torch.compile cost this worker 10-30 s of start-up before it was asked for modes.
+    assert set(info["empty_call_s"]) == {"eager"} and "empty_call_errors" not in info
 
 
 @pytest.mark.integration  # imports TensorFlow

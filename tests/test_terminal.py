@@ -51,12 +51,27 @@ def test_the_progress_bar_shows_count_eta_and_the_last_result(no_tty_env):
     out = io.StringIO()
     bar = terminal.progress(2, out)
     assert isinstance(bar, terminal.ProgressBar)
-    rec = {"workload": "linreg", "size": 2, "backend": "numpy", "mode": "eager", "status": "ok", "median_s": 1e-3}
+    rec = {"id": "a", "workload": "linreg", "size": 2, "backend": "numpy", "mode": "eager", "status": "ok",
+           "median_s": 1e-3}
     bar(rec)
-    bar({**rec, "backend": "jax", "status": "crashed", "median_s": None})
+    bar({**rec, "id": "b", "backend": "jax", "status": "crashed", "median_s": None})
     text = out.getvalue()
     assert "2/2" in text and "ETA" in text and "linreg[2] jax-eager" in text and "CRASHED" in text
     assert bar.bar.finished and not bar.bar.live.is_started  # stopped itself at the last case
+
+
+def test_the_progress_bar_counts_processes_and_names_the_device(no_tty_env):
+    no_tty_env.setenv("TTY_COMPATIBLE", "1")
+    out = io.StringIO()
+    bar = terminal.progress(2, out)
+    bar.processes = 3
+    bar.resumed({"a": ["kept"]})  # a --resume reuses one process of case a
+    rec = {"id": "a", "workload": "linreg", "size": 2, "backend": "torch", "mode": "eager", "device": "cpu:2",
+           "status": "ok", "median_s": 1e-3}
+    bar.replicate(rec, 1)
+    bar.close()  # draws the last state
+    text = out.getvalue()
+    assert "processes" in text and "2/6" in text and "linreg[2] torch-eager on cpu:2 process 2/3" in text
 
 
 def test_an_interrupted_run_leaves_no_bar_redrawing(no_tty_env):

@@ -2,14 +2,16 @@
 
 A case's time includes costs no computation can avoid: the framework's dispatch of one operation
 (`empty_call_s`: `x + x` on a one-element array of the case's dtype on the case's device, eager
-and compiled, synced as a case is). A worker measures it once, with the Timer that times cases,
-and records it in `backend_info`; the report calls a case dispatch-bound when its time is within a
-small factor of its backend·mode's empty call. (The harness's own per-call cost, the same for
+and compiled, synced as a case is). The first worker of each configuration measures it, with the
+Timer that times cases, for the modes the run's cases of that configuration use, and records it in
+`backend_info`; the report calls a case dispatch-bound when its time is within a small factor of
+its backend·mode's empty call. (The harness's own per-call cost, the same for
 every backend, is measured with the machine's peaks: `peaks.harness_call_s`.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -18,7 +20,7 @@ from arraybench.backends.base import Backend
 from arraybench.timing import Timer, TimerConfig
 
 # A floor is a few microseconds at most: a short sampling pins it, and the worker's start-up
-# pays it once (the compiled empty call's compilation dominates: ~1 s for torch.compile).
+# pays it once (a compiled empty call's compilation dominates: see `measure`).
 FLOOR_TIMER = TimerConfig(warmup_time=0.02, min_time=0.05, max_time=0.1, min_samples=5, processes=1)
 
 
@@ -35,14 +37,14 @@ def empty_call_s(be: Backend, mode: str, config: TimerConfig = FLOOR_TIMER) -> f
     return Timer(fn, (x,), sync=sync, config=config, pipelined=be.pipelined).run().measurement.median
 
 
-def measure(be: Backend, config: TimerConfig = FLOOR_TIMER) -> dict[str, Any]:
-    """`empty_call_s` per mode of a loaded backend; a mode that fails is left out with its reason in
-    `empty_call_errors` (a floor is context, never a reason to fail a run)."""
+def measure(be: Backend, modes: Collection[str], config: TimerConfig = FLOOR_TIMER) -> dict[str, Any]:
+    """`empty_call_s` per mode of a loaded backend among `modes`, the modes its cases use: a compiled
+    floor costs a compilation (torch.compile's first in a process: 10-30 s on a loaded 2-core
+    machine), which a run of no compiled case never uses. A mode that fails is left out with its
+    reason in `empty_call_errors` (a floor is context, never a reason to fail a run)."""
     calls: dict[str, float] = {}
     errors: dict[str, str] = {}
-    for mode in be.modes():
-        if mode == "fd":
-            continue
+    for mode in (m for m in be.modes() if m in modes):
         try:
             calls[mode] = empty_call_s(be, mode, config)
         except Exception as e:  # recorded, not raised

@@ -245,7 +245,9 @@ class CaseRecord(Mapping[str, Any]):
     backend_info: dict[str, Any] | None = described(
         "", "what the worker verified after import: `version`, `threads_requested`, `threads_verified`, "
             "`cpu_affinity`, `blas` (threadpoolctl's pools), `allocator` (what the worker did to the C allocator), "
-            "the framework's precision settings (`x64`, `tf32`, ...) and `devices`")
+            "the framework's precision settings (`x64`, `tf32`, ...), `devices`, `startup` (s per phase of the "
+            "worker's start) and, from the first worker of its configuration, `empty_call_s` (floors.py) for "
+            "each mode the run's cases of that configuration use")
     machine: str | None = described("", "the host name of the machine the case ran on")
     worker: str | None = described("", "a cluster run only: the name of the Dask worker that ran it")
 

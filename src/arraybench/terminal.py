@@ -24,7 +24,6 @@ from rich.table import Table
 from rich.text import Text
 
 from arraybench.execution.parent import Progress
-from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import FAILED
 from arraybench.units import format_seconds
@@ -48,25 +47,28 @@ def rich_console(stream: TextIO) -> Console | None:
     return console if console.is_terminal or console.is_jupyter else None
 
 
-class ProgressBar:
-    """rich's progress bar over a run's cases: done/total, elapsed, ETA, the last case's result."""
+class ProgressBar(Progress):
+    """rich's progress bar over a run: done/total (cases, or processes as Progress counts them),
+    elapsed, ETA, the last result."""
 
     def __init__(self, total: int, console: Console) -> None:
+        super().__init__(total, console.file)
         self.bar = RichBar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                            TextColumn("{task.fields[last]}"), console=console, transient=False)
         self.task = self.bar.add_task("cases", total=total, last="")
         self.bar.start()
 
-    def __call__(self, rec: Mapping[str, Any]) -> None:
-        what = f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']}"
+    def show(self, what: str, rec: Mapping[str, Any]) -> None:
         status = rec["status"]
         if status in ("ok", "wrong"):
             shown = f"{format_seconds(rec['median_s'])}" + (" WRONG" if status == "wrong" else "")
         else:
             shown = status.upper() if status in FAILED else status
         style = "red" if status in FAILED else "green" if status == "ok" else "dim"
-        self.bar.update(self.task, advance=1, last=f"{what}: [{style}]{shown}[/]")
+        unit, done = ("cases", self.done) if self.processes == 1 else ("processes", self.processes_done)
+        self.bar.update(self.task, description=unit, completed=done, total=self.total * self.processes,
+                        last=f"{what}: [{style}]{shown}[/]")
         if self.bar.finished:
             self.close()
 
@@ -76,15 +78,15 @@ class ProgressBar:
 
 
 @contextmanager
-def progress_display(stream: TextIO | None = None) -> Iterator[Callable[[int], Callable[[CaseRecord], None]]]:
+def progress_display(stream: TextIO | None = None) -> Iterator[Callable[[int], Progress]]:
     """An `on_start` for session.execute: a progress display for each run started in the block.
 
     Every rich bar is stopped when the block ends, however it ends: a run with nothing left to
     do never finishes its bar, and after Ctrl-C no bar may redraw over the resume hint.
     """
-    bars: list[ProgressBar | Progress] = []
+    bars: list[Progress] = []
 
-    def on_start(total: int) -> ProgressBar | Progress:
+    def on_start(total: int) -> Progress:
         bars.append(progress(total, stream))
         return bars[-1]
 
@@ -96,7 +98,7 @@ def progress_display(stream: TextIO | None = None) -> Iterator[Callable[[int], C
                 bar.close()
 
 
-def progress(total: int, stream: TextIO | None = None) -> ProgressBar | Progress:
+def progress(total: int, stream: TextIO | None = None) -> Progress:
     """The progress display for a run of `total` cases on `stream` (stderr by default)."""
     stream = stream or sys.stderr
     console = rich_console(stream)

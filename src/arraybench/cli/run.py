@@ -204,12 +204,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
                                       store=store, make_runner=runner_from_args(args), run_id=rid)
     except KeyboardInterrupt as e:
-        kept = len(load_results(out_dir).records) if (out_dir / "results.jsonl").exists() else 0
         what = "terminated" if isinstance(e, Terminated) else "interrupted"
         left = usage(session.cache_dir(out_dir))
         cache = (f"; {format_size(left)} of inputs, references and compiled code left in "
                  f"{session.cache_dir(out_dir)} for it (delete it to free the space)") if left else ""
-        print(f"\narraybench: {what}; {kept} finished cases kept in {out_dir / 'results.jsonl'}\n"
+        print(f"\narraybench: {what}; {kept_work(out_dir)} kept in {out_dir / 'results.jsonl'}\n"
               f"resume with: arraybench run --resume {out_dir}{cache}", file=sys.stderr)
         return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
     records = list(results.latest().values())
@@ -222,6 +221,17 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_FAILED_CASES
     return EXIT_OK
+
+
+def kept_work(out_dir: Path) -> str:
+    """What an interrupted run in `out_dir` kept for --resume: its finished cases, and the processes
+    it measured of unfinished ones (which --resume does not measure again)."""
+    if not (out_dir / "results.jsonl").exists():
+        return "0 finished cases"
+    done, partial = session.kept(load_results(out_dir))
+    processes = sum(len(recs) for recs in partial.values())
+    of_unfinished = f" and {processes} process(es) of {len(partial)} unfinished case(s)" if partial else ""
+    return f"{len(done)} finished cases{of_unfinished}"
 
 
 def point_latest(out_dir: Path) -> None:

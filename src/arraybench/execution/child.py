@@ -111,7 +111,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--full-check", action="store_true", help="check against the full reference, never a sketch")
     p.add_argument("--fixed-layout", action="store_true",
                    help="no random heap pad or input offsets (perturb_layout): one layout for every process")
-    p.add_argument("--floors", action="store_true", help="measure the backend's empty call (floors.py) once loaded")
+    p.add_argument("--floors", metavar="MODES", default="",
+                   help="comma-separated modes whose empty call (floors.py) to measure once loaded")
     return p.parse_args(argv)
 
 
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             from arraybench import floors
 
             t0 = time.perf_counter()
-            info.update(floors.measure(be))
+            info.update(floors.measure(be, args.floors.split(",")))
             startup["floors_s"] = time.perf_counter() - t0
     except Unavailable as e:
         send(UnavailableReply(str(e)))

@@ -233,7 +233,7 @@ class ClusterRunner:
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
             # A local cluster runs on this machine, whose peaks the header already holds.
             peaks_threads = None if self.target.local_workers else threads
-            pool = CasePool(self.config, cpus, peaks_threads)
+            pool = CasePool(self.config, cpus, peaks_threads, runnable)
             client.register_plugin(pool, name=plugin)
             in_flight: dict[Any, Case] = {}
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,10 @@ class CasePool(WorkerPlugin):
     and event loop do not share a process (or thread pools) with the framework being timed.
     """
 
-    def __init__(self, config: RunConfig, cpu_slices: dict[str, list[int]], peaks_threads: int | None = None) -> None:
+    def __init__(self, config: RunConfig, cpu_slices: dict[str, list[int]], peaks_threads: int | None = None,
+                 cases: Sequence[Case] = ()) -> None:
         self.config, self.cpu_slices, self.peaks_threads = config, cpu_slices, peaks_threads
+        self.cases = cases  # the run's: whose modes' floors the workers measure (WorkerPool.expect)
 
     def setup(self, worker: Any) -> None:
         # Logs and the case cache stay on the worker's machine (the run's own cache is a path on the
@@ -33,6 +36,7 @@ class CasePool(WorkerPlugin):
         here = Path(worker.local_directory)
         self.pool = WorkerPool(replace(self.config, log_dir=here / "arraybench-logs",
                                        cache_dir=here / "arraybench-cache"))
+        self.pool.expect(self.cases)
         self.machine = socket.gethostname()
         self.worker_name = str(worker.name)
         self.cpus = self.cpu_slices.get(self.worker_name)

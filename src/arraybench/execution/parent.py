@@ -18,10 +18,10 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
@@ -37,6 +37,11 @@ from arraybench.units import format_seconds, format_size
 
 WorkerKey = tuple[str, int, str, str]  # backend, threads, dtype, device
 STARTUP_TIMEOUT = 180.0
+
+
+def worker_key(case: Case) -> WorkerKey:
+    """The configuration whose worker runs `case`: one per backend, threads, dtype and device."""
+    return (case.backend, case.threads, case.dtype, case.device)
 
 
 @dataclass(frozen=True)
@@ -96,8 +101,8 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.execution.child` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, config: RunConfig, floors: bool = False) -> None:
-        self.key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
+    def __init__(self, case: Case, config: RunConfig, floors: Sequence[str] = ()) -> None:
+        self.key = worker_key(case)
         self.config = config
         config.log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = config.log_dir / f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}.log"
@@ -117,8 +122,8 @@ class Worker:
             cmd += ["--full-check"]
         if config.fixed_layout:
             cmd += ["--fixed-layout"]
-        if floors:
-            cmd += ["--floors"]
+        if floors:  # the modes whose empty call (floors.py) it measures before its first case
+            cmd += ["--floors", ",".join(floors)]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -228,6 +233,7 @@ class Runner:
         return out
 
     def run(self, cases: list[Case]) -> list[CaseRecord]:
+        self.pool.expect(cases)
         done: dict[str, list[CaseRecord]] = defaultdict(list)
         for cid, recs in self.partial.items():
             done[cid] = list(recs)
@@ -325,28 +331,39 @@ class WorkerPool:
         self.config = config
         self.workers: dict[WorkerKey, Worker] = {}
         self.unavailable: dict[WorkerKey, str] = {}
-        # Configurations whose empty call (floors.py) a worker of this pool measured: once is
-        # enough (torch.compile of even an empty call costs 2-3 s a process), so later workers skip it.
-        self.floors_measured: set[WorkerKey] = set()
+        # The modes each configuration's cases use (`expect`): a worker measures the empty call
+        # (floors.py) of those only, since a compiled one costs a compilation (torch.compile's
+        # first, cold: 10-30 s of start-up on a loaded 2-core machine, which an eager-only run never uses).
+        self.modes: dict[WorkerKey, set[str]] = defaultdict(set)
+        # The modes whose empty call a worker of this pool measured, per configuration: once is
+        # enough, so later workers skip them.
+        self.floors_measured: dict[WorkerKey, set[str]] = defaultdict(set)
+
+    def expect(self, cases: Iterable[Case]) -> None:
+        """Note the cases the pool is to run, so its workers measure the floors of their modes only
+        (a case not noted gets its own mode's)."""
+        for case in cases:
+            self.modes[worker_key(case)].add(case.mode)
 
     def run_one(self, case: Case) -> CaseRecord:
         cls = backend_class(case.backend)
         ok, reason = cls.installed()
         if not ok:
             return blank_record(case, "unavailable", reason)
-        key: WorkerKey = (case.backend, case.threads, case.dtype, case.device)
+        key = worker_key(case)
         if key in self.unavailable:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         startup_s = None  # the worker's start, where this case is its first
         if worker is None:
             t0 = time.monotonic()
-            worker = Worker(case, self.config, floors=key not in self.floors_measured)
+            floors = sorted((self.modes[key] | {case.mode}) - self.floors_measured[key])
+            worker = Worker(case, self.config, floors=floors)
             # Registered before it starts, so a Ctrl-C during its imports still kills it.
             self.workers[key] = worker
             try:
                 worker.start()
-                self.floors_measured.add(key)
+                self.floors_measured[key].update(floors)
             except (WorkerDied, WorkerTimeout) as e:
                 self._drop(key)
                 reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
@@ -376,45 +393,68 @@ class WorkerPool:
             self._drop(key)
 
 
-class Progress:
-    """A progress line on stderr: a bar on a terminal, one line per case otherwise."""
+def progress_label(rec: Mapping[str, Any]) -> str:
+    """How progress names a case: workload[size] backend-mode, and its device (cpu and cpu:2 are two cases)."""
+    return f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']} on {rec.get('device') or 'cpu'}"
 
-    def __init__(self, total: int, stream: TextIO | None = None, processes: int = 1) -> None:
+
+class Progress:
+    """A progress line on stderr: a bar on a terminal, one line per process and per case otherwise.
+
+    It counts cases, or processes where each case is measured in several: then every process
+    moves the counter, those a --resume kept included, where counting cases would stay at 0 until
+    the last round.
+    """
+
+    def __init__(self, total: int, stream: IO[str] | None = None, processes: int = 1) -> None:
         # sys.stderr looked up now, not at import: pytest and notebooks swap it after import.
         self.total, self.done, self.stream = total, 0, stream or sys.stderr
         self.processes, self.processes_done = processes, 0
+        self.counted: dict[str, int] = {}  # per unfinished case, its processes counted so far
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
 
-    def replicate(self, rec: CaseRecord, k: int) -> None:
+    def resumed(self, kept: Mapping[str, Sequence[CaseRecord]]) -> None:
+        """Count the processes of unfinished cases that a --resume keeps (Runner's `partial`) as done."""
+        for cid, recs in kept.items():
+            self.counted[cid] = len(recs)
+            self.processes_done += len(recs)
+
+    def counter(self) -> str:
+        if self.processes == 1:
+            return f"{self.done}/{self.total}"
+        return f"{self.processes_done}/{self.total * self.processes} processes"
+
+    def replicate(self, rec: Mapping[str, Any], k: int) -> None:
         """One process of a case done (the case's own line follows its last process)."""
+        self.counted[rec["id"]] = self.counted.get(rec["id"], 0) + 1
         self.processes_done += 1
-        if k < self.processes - 1 and rec.status in ("ok", "wrong"):
-            what = f"{rec.workload}[{rec.size}] {rec.backend}-{rec.mode} process {k + 1}/{self.processes}"
-            self._write(what, f"{format_seconds(rec.median_s)} {rec.status}")
+        if k < self.processes - 1 and rec["status"] in ("ok", "wrong"):
+            self.show(f"{progress_label(rec)} process {k + 1}/{self.processes}", rec)
 
-    def __call__(self, rec: CaseRecord) -> None:
+    def __call__(self, rec: Mapping[str, Any]) -> None:
         self.done += 1
-        what = f"{rec.workload}[{rec.size}] {rec.backend}-{rec.mode}"
-        if rec.status in ("ok", "wrong"):
-            spread = f", processes ±{50 * (rec.process_spread or 0):.0f}%" if (rec.n_processes or 1) > 1 else ""
-            result = f"{format_seconds(rec.median_s)} {rec.status}{spread}"
-        else:
-            result = rec.status
-        self._write(what, result)
+        # A case that failed is not measured again: the processes it will not run are done too.
+        self.processes_done += self.processes - self.counted.pop(rec["id"], 0)
+        self.show(progress_label(rec), rec)
 
-    def _write(self, what: str, result: str) -> None:
+    def show(self, what: str, rec: Mapping[str, Any]) -> None:
+        """Write the counter and `what` with its result."""
+        if rec["status"] in ("ok", "wrong"):
+            several = (rec.get("n_processes") or 1) > 1
+            spread = f", processes ±{50 * (rec.get('process_spread') or 0):.0f}%" if several else ""
+            result = f"{format_seconds(rec['median_s'])} {rec['status']}{spread}"
+        else:
+            result = rec["status"]
         elapsed = time.monotonic() - self.started
         if self.tty:
             width = 24
-            # A case that fails is not measured again, so this may jump ahead at the end.
             share = min(1.0, self.processes_done / (self.total * self.processes)) if self.total else 1.0
-            filled = int(width * (1.0 if self.done == self.total else share))
+            filled = int(width * share)
             bar = "#" * filled + "-" * (width - filled)
-            self.stream.write(f"\r[{bar}] {self.done}/{self.total} {elapsed:5.0f}s  {what}: {result}\033[K")
+            self.stream.write(f"\r[{bar}] {self.counter()} {elapsed:5.0f}s  {what}: {result}\033[K")
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(f"[{self.done}/{self.total}] {what}: {result}\n")
+            self.stream.write(f"[{self.counter()}] {what}: {result}\n")
         self.stream.flush()
-

@@ -58,9 +58,19 @@ def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None)
     }
 
 
+def kept(results: Results) -> tuple[set[str], dict[str, list[CaseRecord]]]:
+    """What an interrupted run kept: the ids of the cases it finished, and the processes it
+    measured of each case it had not finished (in round order), which --resume reuses."""
+    done = {r.id for r in results.records}
+    partial: dict[str, list[CaseRecord]] = {}
+    for _, r in sorted(results.replicate_lines, key=lambda kr: kr[0]):
+        if r.id not in done:
+            partial.setdefault(r.id, []).append(r)
+    return done, partial
+
+
 def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, list[CaseRecord]]]:
-    """The settings of the interrupted run in `out_dir`, the ids it already finished, and the
-    processes already measured of the cases it had not finished."""
+    """The settings of the interrupted run in `out_dir`, and what it kept (`kept`)."""
     previous = load_results(out_dir)
     try:
         settings = RunSettings.from_dict(previous.settings) if previous.settings else None
@@ -68,12 +78,7 @@ def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, lis
         settings = None
     if settings is None:
         raise UsageError(f"results file {str(previous.path)!r} holds no run settings to resume with")
-    done = {r.id for r in previous.records}
-    partial: dict[str, list[CaseRecord]] = {}
-    for _, r in sorted(previous.replicate_lines, key=lambda kr: kr[0]):
-        if r.id not in done:
-            partial.setdefault(r.id, []).append(r)
-    return settings, done, partial
+    return settings, *kept(previous)
 
 
 def execute(
@@ -116,6 +121,7 @@ def execute(
         extra["partial"] = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
         if isinstance(progress, Progress):
             progress.processes = settings.timer.processes
+            progress.resumed(extra["partial"])
             extra["on_replicate"] = progress.replicate
     runner = make_runner(writer, run_config(settings, out_dir), on_record=on_record, **extra)
     try:
