@@ -1,0 +1,228 @@
+"""The interpreter an environment's workers run: this one, the user's, or a virtual environment uv builds and caches."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import secrets
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+import arraybench
+from arraybench import gpu
+from arraybench.envs.spec import EnvSpec
+from arraybench.errors import UsageError
+
+Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
+ENV_FILE = "arraybench-env.json"  # in each cached environment: the recipe it was built from
+CPU_BUILD = "+cpu"  # the local version tag of PyTorch's CPU wheels, as constraints.txt pins them
+# Our import path and home are for this interpreter: another one must find its own packages.
+OWN_VARIABLES = ("PYTHONPATH", "PYTHONHOME")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an environment gets arraybench: the running checkout (editable), or the released version."""
+
+    install: tuple[str, ...]  # what `uv pip install` (or pip) is given
+    identity: str  # what a cached environment depends on: the checkout and its pyproject.toml, or the version
+    root: Path | None  # the checkout, where constraints.txt says how CI pins torch
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything an environment is built from; its hash names the environment in the cache."""
+
+    requirements: tuple[str, ...]  # normalised and sorted: the same set in another order is the same env
+    python: str  # implementation, version and base installation of the interpreter the venv is made from
+    arraybench: str  # Source.identity
+    constraints: tuple[str, ...]  # the CPU-wheel pins of constraints.txt that apply
+    torch_backend: str  # uv's --torch-backend: which index PyTorch's packages come from
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    """Where built environments are kept: $ARRAYBENCH_CACHE/envs, else the user's cache directory."""
+    if os.environ.get("ARRAYBENCH_CACHE"):
+        return Path(os.environ["ARRAYBENCH_CACHE"]).expanduser() / "envs"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "arraybench" / "envs"
+
+
+def own_packages_env() -> dict[str, str]:
+    """This process's environment without what points Python at our packages, for another interpreter."""
+    return {k: v for k, v in os.environ.items() if k not in OWN_VARIABLES}
+
+
+def arraybench_source() -> Source:
+    """The running arraybench's source: its checkout if it runs from one (or an editable install of one)."""
+    root = Path(arraybench.__file__).resolve().parents[2]  # <root>/src/arraybench/__init__.py
+    pyproject = root / "pyproject.toml"
+    try:
+        name = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        name = None
+    if name != "arraybench":
+        return Source((f"arraybench=={arraybench.__version__}",), arraybench.__version__, None)
+    # Editable, so every environment runs this checkout's code as this interpreter's workers do: an edit
+    # needs no rebuild, a change of pyproject.toml (the dependencies) does.
+    digest = hashlib.sha256(pyproject.read_bytes()).hexdigest()[:16]
+    return Source(("-e", str(root)), f"{root} {digest}", root)
+
+
+def normalised(requirement: str) -> str:
+    """`requirement` in one spelling: canonical name and extras, sorted extras and specifiers."""
+    parsed = Requirement(requirement)
+    parsed.name = canonicalize_name(parsed.name)
+    parsed.extras = {canonicalize_name(extra) for extra in parsed.extras}
+    return str(parsed)
+
+
+def cpu_pins(root: Path | None, named: Collection[str]) -> tuple[str, ...]:
+    """The CPU-wheel pins of the checkout's constraints.txt for packages the user's spec does not name.
+
+    CI pins torch's CPU wheel there so that nothing pulls a multi-GB CUDA build; the other lines pin
+    what a spec should choose itself, and a package the spec names is the spec's to choose.
+    """
+    path = root / "constraints.txt" if root else None
+    if path is None or not path.is_file():
+        return ()
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    pins = (Requirement(line) for line in lines if line)
+    return tuple(sorted(str(r) for r in pins
+                        if CPU_BUILD in str(r.specifier) and canonicalize_name(r.name) not in named))
+
+
+def recipe(spec: EnvSpec, source: Source, cuda: bool) -> Recipe:
+    """What `spec` is built from on this interpreter, with a CUDA driver present (`cuda`) or not."""
+    requirements = tuple(sorted(normalised(r) for r in spec.requirements))
+    named = {canonicalize_name(Requirement(r).name) for r in spec.requirements}
+    python = f"{platform.python_implementation()} {platform.python_version()} {sys.base_prefix}"
+    # Without CUDA, PyTorch's packages come from its CPU index (uv's --torch-backend), as CI's do.
+    return Recipe(requirements, python, source.identity, () if cuda else cpu_pins(source.root, named),
+                  "auto" if cuda else "cpu")
+
+
+def python_for(spec: EnvSpec, progress: Progress) -> Path:
+    """The interpreter a worker of `spec`'s environment runs, built (or taken from the cache) if need be."""
+    if spec.kind == "current":
+        return Path(sys.executable)
+    if spec.kind == "interpreter":
+        assert spec.python is not None  # parse_env sets it for this kind
+        require_arraybench(spec.name, spec.python)
+        return spec.python
+    source = arraybench_source()
+    rec = recipe(spec, source, cuda=bool(gpu.devices()))
+    root = cache_dir()
+    final = root / rec.key()
+    python = final / "bin" / "python"
+    if not python.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        with build_lock(root, progress):
+            if not python.exists():  # another run may have built it while this one waited
+                build(spec, rec, source, final, progress)
+    progress(f"environment {spec.name!r} ({spec.describe()}): {final}")
+    return python
+
+
+def require_arraybench(name: str, python: Path) -> None:
+    """A one-line error saying how to install arraybench where `python` cannot import it."""
+    done = subprocess.run([str(python), "-c", "import arraybench"], env=own_packages_env(), capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=120)
+    if done.returncode != 0:
+        install = " ".join(arraybench_source().install)
+        raise UsageError(f"--env {name}: {str(python)!r} cannot import arraybench; install it there with "
+                         f"`{python} -m pip install {install}`")
+
+
+@contextmanager
+def build_lock(root: Path, progress: Progress) -> Iterator[None]:
+    """One build at a time in the cache, across runs: two runs never build one environment twice."""
+    with open(root / ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another arraybench run to finish building an environment in {root}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def build(spec: EnvSpec, rec: Recipe, source: Source, final: Path, progress: Progress) -> None:
+    """Build `spec`'s environment beside `final` and rename it into place whole; a failure leaves nothing."""
+    for stale in final.parent.glob(".build-*"):  # what a killed run left: we hold the lock, none is in use
+        shutil.rmtree(stale, ignore_errors=True)
+    shutil.rmtree(final, ignore_errors=True)  # a directory without an interpreter is no environment
+    progress(f"building environment {spec.name!r} ({spec.describe()}) with uv")
+    uv = uv_binary(spec.name)
+    tmp = final.parent / f".build-{final.name}-{secrets.token_hex(4)}"
+    try:
+        tmp.mkdir()
+        # Relocatable: the scripts it installs still work after the rename.
+        run_uv(spec, [uv, "venv", "--quiet", "--relocatable", "--python", sys.executable,
+                      str(tmp)], progress)
+        constraints = tmp / "arraybench-constraints.txt"
+        constraints.write_text("".join(f"{pin}\n" for pin in rec.constraints), encoding="utf-8")
+        run_uv(spec, [uv, "pip", "install", "--python", str(tmp / "bin" / "python"), "--torch-backend",
+                      rec.torch_backend, "--constraints", str(constraints), *source.install, *spec.requirements],
+               progress)
+        (tmp / ENV_FILE).write_text(json.dumps(asdict(rec), indent=1) + "\n", encoding="utf-8")
+        os.rename(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def uv_binary(name: str) -> str:
+    """uv's executable, from the uv package arraybench depends on."""
+    try:
+        import uv
+
+        return uv.find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        raise UsageError(f"--env {name}: building an environment needs uv, which is not installed here; "
+                         f"`pip install uv` installs it") from None
+
+
+def run_uv(spec: EnvSpec, cmd: Sequence[str], progress: Progress) -> None:
+    """Run uv, passing its progress lines on; a failure is one line with uv's reason."""
+    lines: list[str] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          text=True, env={**own_packages_env(), "NO_COLOR": "1"}) as proc:
+        assert proc.stdout is not None  # stdout=PIPE
+        try:
+            failing = False
+            for line in proc.stdout:
+                if line.strip():
+                    lines.append(line.rstrip())
+                    # uv's error comes last, and as the one line the caller shows, not as progress.
+                    failing = failing or line.startswith("error:")
+                    if not failing:
+                        progress(lines[-1])
+        except BaseException:  # Ctrl-C: stop uv before its half-built environment is removed
+            proc.kill()
+            raise
+    if proc.returncode != 0:
+        raise UsageError(f"--env {spec.name}: cannot build {spec.describe()!r}: {uv_reason(lines)}")
+
+
+def uv_reason(lines: Sequence[str]) -> str:
+    """uv's reason for a failure, on one line: its last cause (with the lines that continue it), else its error."""
+    errors = [i for i, line in enumerate(lines) if line.startswith("error:")]
+    block = list(lines[errors[-1]:] if errors else lines[-1:])
+    block = block[:next((i for i, line in enumerate(block) if line.strip().startswith("hint:")), len(block))]
+    causes = [i for i, line in enumerate(block) if line.strip().lower().startswith(("cause:", "caused by:"))]
+    text = " ".join(line.strip() for line in block[causes[-1] if causes else 0:])
+    return text.partition(":")[2].strip() if causes or errors else text or "uv failed"
