@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The catalogue on a CUDA GPU, NumPy on the CPU beside it for the ratios, then the timing checks.
+# NumPy runs on no GPU (asked only for one, it is `unavailable`), so the runs with NumPy ask for
+# `cpu,gpu`: torch and JAX are measured on the CPU too.
 #
 #   benchmarks/gpu_check.sh [OUT_DIR]      (default benchmark_results/gpu-check)
 #
@@ -24,10 +26,10 @@ exec > >(tee "$out/gpu_check.log") 2>&1
 date -u
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv
 "$py" -m arraybench env || status=1
-"$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float32 \
+"$py" -m arraybench run --backends numpy,cupy,torch,jax --devices cpu,gpu --dtype float32 \
     --min-time 0.2 --max-time 2 --processes "$processes" --no-store --output-dir "$out/float32" || status=1
 "$py" "$here/benchmarks/gpu_timing.py" --json "$out/gpu_timing.json" || status=1
-"$py" -m arraybench run --backends numpy,cupy,torch,jax --devices gpu --dtype float64 --sizes small --workloads matmul,elementwise_add,elementwise_sin,fft,sort,poly,selu,grad,linreg,transfer_to_host \
+"$py" -m arraybench run --backends numpy,cupy,torch,jax --devices cpu,gpu --dtype float64 --sizes small --workloads matmul,elementwise_add,elementwise_sin,fft,sort,poly,selu,grad,linreg,transfer_to_host \
     --min-time 0.1 --max-time 1 --processes "$processes" --no-store --output-dir "$out/float64" || status=1
 # The large-size set (issue 20), twice: what the harness spends per process, and an A/A compare on
 # the GPU (nothing found), then the same pair with sort's samples made 10 % slower (sort found).
@@ -47,7 +49,7 @@ done
 # Issue 21: the vmap family (loop, vmap, hand-batched over the batch sweep) and the multi-device
 # workloads on one GPU (their single-device path: the baseline of a scaling over several GPUs);
 # with two or more GPUs, the same workloads over gpu:2 and gpu:all, and the GPUs' links (env).
-"$py" -m arraybench run --suite vmap --backends numpy,cupy,torch,jax --devices gpu --dtype float32 \
+"$py" -m arraybench run --suite vmap --backends numpy,cupy,torch,jax --devices cpu,gpu --dtype float32 \
     --min-time 0.1 --max-time 1 --processes "$processes" --refine 0 --no-store --output-dir "$out/vmap" || status=1
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 devices=gpu

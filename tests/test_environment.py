@@ -4,9 +4,11 @@ import os
 import subprocess
 from dataclasses import asdict
 
+import pytest
+
 from arraybench import device_survey, environment
 from arraybench.backends.base import child_env
-from arraybench.cli.info import devices_text
+from arraybench.device_survey import devices_text
 
 
 def test_the_variables_that_change_results_are_recorded_and_no_others():
@@ -81,6 +83,26 @@ def test_gpus_are_one_kind_whatever_the_framework_calls_them():
     devices = [{"kind": "gpu", "platform": "cuda", "id": i, "name": "NVIDIA H100"} for i in range(2)]
     assert devices_text([{"kind": "cpu", "platform": "cpu", "id": 0, "name": "host"}, *devices]) == (
         "cpu ×1, gpu ×2 (cuda: NVIDIA H100)")
+
+
+@pytest.mark.parametrize("device, reason", [
+    ("gpu", "jax sees no gpu here: cpu ×1"),
+    ("tpu:all", "jax sees no tpu here: cpu ×1"),
+    ("gpu:all", "jax sees no gpu here: cpu ×1"),
+])
+def test_a_device_the_framework_does_not_see_is_named_with_what_it_sees(device, reason):
+    host = [device_survey.Device("cpu", "cpu", 0, "host")]
+    assert device_survey.missing("jax", device, host) == reason
+    assert device_survey.missing("jax", "cpu", host) is None
+
+
+def test_too_few_devices_say_how_many_there_are_and_which_the_token_needs():
+    seen = [device_survey.Device("cpu", "cpu", 0, "host"), device_survey.Device("gpu", "cuda", 0, "NVIDIA H100")]
+    assert device_survey.missing("torch", "gpu:0,2", seen) == (
+        "torch sees 1 gpu here (cpu ×1, gpu ×1 (cuda: NVIDIA H100)); gpu:0,2 needs gpu 0, 2")
+    assert device_survey.missing("torch", "gpu", seen) is None
+    assert device_survey.missing("torch", "gpu:all", seen) is None
+    assert device_survey.missing("cupy", "gpu", []) == "cupy sees no gpu here: no device"
 
 
 def test_the_environment_records_every_device_with_its_id(monkeypatch):

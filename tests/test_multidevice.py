@@ -9,6 +9,7 @@ from conftest import read_jsonl
 from report_data import PEAKS
 from test_report import record, results_of
 
+from arraybench import environment
 from arraybench.backends import BACKENDS
 from arraybench.case import Case
 from arraybench.devices import DeviceSpec, device_count, kind_of, parse_devices
@@ -226,6 +227,25 @@ def test_a_tpu_runs_the_catalogue_through_jax_with_no_code_for_it(tmp_path, run_
     assert {(r["workload"], r["mode"]) for r in cases} == {(w, m) for w in ("elementwise_add", "matmul")
                                                           for m in ("eager", "jit")}
     assert all(r["status"] == "ok" and r["correct"] and r["device"] == "tpu" for r in cases), cases
+
+
+def test_a_device_kind_that_is_not_here_is_unavailable_with_why_never_a_crash(tmp_path, run_cli):
+    """No GPU here: JAX asserts inside jax.devices() under JAX_PLATFORMS=cuda, torch is a CPU build and
+    NumPy runs on no GPU. Each case is unavailable with what its framework sees, none is run on the CPU
+    in its place, and the answer says that no GPU was measured."""
+    if environment.gpus():
+        pytest.skip("a GPU is here")
+    backends = sorted({"jax", "numpy", "torch"} & INSTALLED)
+    code, out, err = run_cli("run", "--workloads", "matmul", "--sizes", "small", "--backends", ",".join(backends),
+                             "--devices", "gpu", "--no-store", "--output-dir", str(tmp_path / "out"), *TINY_TIMER)
+    assert code == 0, err
+    why = {"jax": "jax sees no gpu here: cpu ×1", "numpy": "numpy runs on cpu only, not gpu",
+           "torch": "torch sees no gpu here: cpu ×1"}
+    cases = [r for r in read_jsonl(tmp_path / "out" / "results.jsonl") if r["type"] == "case"]
+    assert {r["backend"] for r in cases} == set(backends)
+    seen = {(r["backend"], r["device"], r["status"], r["error"]) for r in cases}
+    assert seen == {(b, "gpu", "unavailable", why[b]) for b in backends}
+    assert "matmul (float32): No GPU was measured: every gpu case was unavailable (" in out + err
 
 
 FAKES = Path(__file__).parent / "fakes"

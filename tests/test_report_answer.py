@@ -188,6 +188,26 @@ def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
     assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in rep.summary
 
 
+def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable(tmp_path):
+    def gpu(backend, why):
+        return record("linreg", 1, backend, "eager", None, status="unavailable", error=why, device="gpu",
+                      id=f"linreg[d=1]/{backend}-eager/gpu")
+
+    missing = [gpu("jax", "jax sees no gpu here: cpu ×1"), gpu("numpy", "numpy runs on cpu only, not gpu")]
+    said = ("No GPU was measured: every gpu case was unavailable (jax sees no gpu here: cpu ×1; "
+            "numpy runs on cpu only, not gpu).")
+    # Nothing measured at all: the answer still says what is missing, never nothing.
+    rep = write_all([results_of(missing)], tmp_path / "gpu-only")
+    assert f"linreg (float32): {said}" in rep.summary
+    # The CPU measured beside them: its verdict stands, and the missing GPU is said after it.
+    rep = write_all([results_of([*missing, record("linreg", 1, "numpy", "eager", 1e-3)])], tmp_path / "both")
+    assert "numpy·eager·cpu is fastest" in rep.summary and said in rep.summary
+    # One GPU case measured: the GPU was measured, the others' absence is the one line atop the report.
+    ran = record("linreg", 1, "torch", "eager", 2e-3, device="gpu", id="linreg[d=1]/torch-eager/gpu")
+    rep = write_all([results_of([*missing, ran])], tmp_path / "one")
+    assert "No GPU was measured" not in rep.summary and "Not available here: jax" in rep.summary
+
+
 def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigzag(tmp_path):
     """Five backend·modes at two planned sizes, then eight bisection sizes where only numpy and
     numba ran and took turns within noise: the answer names one change of lead, not eight."""

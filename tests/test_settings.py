@@ -107,6 +107,17 @@ def test_a_gpu_only_framework_asked_for_on_the_cpu_is_planned_on_its_gpu():
     assert {(c.backend, c.device) for c in plan} == {("numpy", "cpu"), ("cupy", "gpu")}
 
 
+def test_a_framework_asked_only_for_a_kind_it_does_not_run_on_is_planned_there_never_moved():
+    """NumPy asked for a GPU is not measured on the CPU in its place: its case is planned on the GPU, and
+    the run records it unavailable with why. Asked for the CPU as well, it runs there alone."""
+    assert planned_devices(BACKENDS["numpy"], ["gpu"]) == ["gpu"]
+    assert planned_devices(BACKENDS["torch"], ["tpu"]) == ["tpu"]
+    assert planned_devices(BACKENDS["numpy"], ["cpu", "gpu"]) == ["cpu"]
+    assert BACKENDS["numpy"].runs_on("gpu:2") == (False, "numpy runs on cpu only, not gpu")
+    assert BACKENDS["torch"].runs_on("tpu") == (False, "torch runs on cpu or gpu only, not tpu")
+    assert BACKENDS["jax"].runs_on("gpu:all") == (True, "")
+
+
 def test_memory_size_says_what_is_wrong_and_the_cli_says_it_in_one_line():
     assert memory_size("1.5G") == 3 * 2**29
     with pytest.raises(ValueError, match="below 1M"):

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from arraybench.devices import DeviceSpec
+
 # Platform names that `--devices` calls gpu.
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 # JAX platforms to ask for by name where the installed JAX cannot list its backends.
@@ -143,6 +145,32 @@ def counts(devices: list[dict[str, Any]]) -> dict[str, int]:
     for d in devices:
         out[d["kind"]] = out.get(d["kind"], 0) + 1
     return out
+
+
+def devices_text(devices: list[dict[str, Any]]) -> str:
+    """`cpu ×1, gpu ×2 (cuda: NVIDIA H100 80GB HBM3)`: per kind, how many and what."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for d in devices:
+        by_kind.setdefault(d["kind"], []).append(d)
+    parts = []
+    for kind, found in by_kind.items():
+        what = sorted({f"{d['platform']}: {d['name']}" for d in found if kind != "cpu"})
+        parts.append(f"{kind} ×{len(found)}" + (f" ({'; '.join(what)})" if what else ""))
+    return ", ".join(parts)
+
+
+def missing(backend: str, device: str, found: list[Device]) -> str | None:
+    """Why `backend` cannot run on the devices of token `device`, given those a survey `found`, in one
+    line (`jax sees no gpu here: cpu ×1`); None where it sees them all."""
+    spec = DeviceSpec.parse(device)
+    have = sum(1 for d in found if d.kind == spec.kind)
+    seen = devices_text([asdict(d) for d in found]) or "no device"
+    if have == 0:
+        return f"{backend} sees no {spec.kind} here: {seen}"
+    if spec.ids is not None and max(spec.ids) >= have:
+        return (f"{backend} sees {have} {spec.kind} here ({seen}); {spec.token} needs {spec.kind} "
+                f"{', '.join(map(str, spec.ids))}")
+    return None
 
 
 def main(argv: list[str]) -> int:

@@ -73,15 +73,18 @@ def cases_at(wl: Workload, params: dict[str, Any], s: RunSettings) -> list[Case]
 
 
 def planned_devices(cls: type[Backend], wanted: list[str], spans: bool = False) -> list[str]:
-    """The device tokens asked for that `cls` runs on. A GPU-only framework asked for on the CPU is
-    planned on its GPU, so the report says "no CUDA device" instead of silently leaving it out.
+    """The device tokens asked for that `cls` runs on. A GPU-only framework asked for on the CPU (the
+    default) is planned on its GPU, so the report says "no CUDA device" instead of silently leaving it
+    out. Any other framework asked only for kinds it does not run on is planned on them, and recorded
+    unavailable with why (`Backend.runs_on`), never measured on another kind in their place: NumPy
+    asked for a GPU does not answer from the CPU.
 
     A token of several devices is planned only where the computation can span them (`spans`: a
     multi-device workload, devices.py) and the framework can spread it (`Backend.spans_devices`).
     Every other workload runs on one device, and planning it on `cpu:4` would only repeat "runs
     on one device" once per case in the report, so it is left out there.
     """
-    supported = [d for d in wanted if kind_of(d) in cls.devices_supported]
-    if not supported:
+    supported = [d for d in wanted if kind_of(d) in cls.devices_supported] or wanted
+    if all(kind_of(d) == "cpu" for d in supported) and "cpu" not in cls.devices_supported:
         return [cls.devices_supported[0]]
     return [d for d in supported if DeviceSpec.parse(d).single or (spans and cls.spans_devices)]

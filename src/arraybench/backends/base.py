@@ -99,6 +99,15 @@ class Backend:
         return True, ""
 
     @classmethod
+    def runs_on(cls, device: str) -> tuple[bool, str]:
+        """Whether this adapter drives the framework on `device`'s kind, with the reason when not:
+        NumPy asked for a GPU is not run on the CPU in its place."""
+        kind = kind_of(device)
+        if kind in cls.devices_supported:
+            return True, ""
+        return False, f"{cls.name} runs on {' or '.join(cls.devices_supported)} only, not {kind}"
+
+    @classmethod
     def version(cls) -> str | None:
         try:
             return importlib.metadata.version(cls.distribution)

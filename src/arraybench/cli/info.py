@@ -10,6 +10,7 @@ from arraybench.backends import BACKENDS
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
 from arraybench.device_survey import counts as survey_counts
+from arraybench.device_survey import devices_text
 from arraybench.probe import probe
 from arraybench.settings import default_threads
 from arraybench.userfile import load_workload_file
@@ -44,18 +45,6 @@ def workload_rows(workload_file: str | None) -> list[dict[str, Any]]:
         rows.append({"workload": wl.name, "description": wl.description, "size_param": wl.size_param,
                      "presets": list(wl.presets), "backends": backends})
     return rows
-
-
-def devices_text(devices: list[dict[str, Any]]) -> str:
-    """`cpu ×1, gpu ×2 (cuda: NVIDIA H100 80GB HBM3)`: per kind, how many and what."""
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for d in devices:
-        by_kind.setdefault(d["kind"], []).append(d)
-    parts = []
-    for kind, found in by_kind.items():
-        what = sorted({f"{d['platform']}: {d['name']}" for d in found if kind != "cpu"})
-        parts.append(f"{kind} ×{len(found)}" + (f" ({'; '.join(what)})" if what else ""))
-    return ", ".join(parts)
 
 
 def backend_rows() -> list[dict[str, Any]]:

@@ -23,10 +23,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
+from arraybench import device_survey
 from arraybench.backends import backend_class
-from arraybench.backends.base import child_env
+from arraybench.backends.base import child_env, thread_env
 from arraybench.case import Case
 from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
+from arraybench.devices import kind_of
 from arraybench.execution import protocol
 from arraybench.execution.case_executor import blank_record
 from arraybench.execution.protocol import LAYOUT_PAD_VAR, CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
@@ -338,6 +340,9 @@ class WorkerPool:
         # The modes whose empty call a worker of this pool measured, per configuration: once is
         # enough, so later workers skip them.
         self.floors_measured: dict[WorkerKey, set[str]] = defaultdict(set)
+        # Per backend, the devices its framework sees here (device_survey.py), asked once, where a
+        # worker for a device other than the CPU could not start; None where the survey failed.
+        self.surveys: dict[str, list[device_survey.Device] | None] = {}
 
     def expect(self, cases: Iterable[Case]) -> None:
         """Note the cases the pool is to run, so its workers measure the floors of their modes only
@@ -347,32 +352,20 @@ class WorkerPool:
 
     def run_one(self, case: Case) -> CaseRecord:
         cls = backend_class(case.backend)
-        ok, reason = cls.installed()
-        if not ok:
-            return blank_record(case, "unavailable", reason)
         key = worker_key(case)
+        for ok, reason in (cls.installed(), cls.runs_on(case.device)):
+            if not ok:
+                return blank_record(case, "unavailable", reason)
         if key in self.unavailable:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
         startup_s = None  # the worker's start, where this case is its first
         if worker is None:
             t0 = time.monotonic()
-            floors = sorted((self.modes[key] | {case.mode}) - self.floors_measured[key])
-            worker = Worker(case, self.config, floors=floors)
-            # Registered before it starts, so a Ctrl-C during its imports still kills it.
-            self.workers[key] = worker
-            try:
-                worker.start()
-                self.floors_measured[key].update(floors)
-            except (WorkerDied, WorkerTimeout) as e:
-                self._drop(key)
-                reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
-                return blank_record(case, "crashed", f"{case.backend} failed to start: {reason}")
-            if worker.unavailable is not None:
-                self.unavailable[key] = worker.unavailable
-                self._drop(key)
-                return blank_record(case, "unavailable", worker.unavailable)
-            startup_s = time.monotonic() - t0
+            started = self._start(key, case)
+            if isinstance(started, CaseRecord):
+                return started
+            worker, startup_s = started, time.monotonic() - t0
         try:
             rec = worker.run(case)
             return rec if startup_s is None else replace(rec, startup_s=startup_s)
@@ -382,6 +375,43 @@ class WorkerPool:
         except WorkerDied as e:
             self._drop(key)
             return blank_record(case, "crashed", str(e))
+
+    def _start(self, key: WorkerKey, case: Case) -> Worker | CaseRecord:
+        """A started worker for `key`, or the record of `case` that says why there is none: unavailable
+        for this configuration's every case, or crashed (the next case tries again)."""
+        floors = sorted((self.modes[key] | {case.mode}) - self.floors_measured[key])
+        worker = Worker(case, self.config, floors=floors)
+        # Registered before it starts, so a Ctrl-C during its imports still kills it.
+        self.workers[key] = worker
+        try:
+            worker.start()
+            self.floors_measured[key].update(floors)
+        except (WorkerDied, WorkerTimeout) as e:
+            self._drop(key)
+            # A framework asked for a device it does not have may die of it (JAX asserts): the survey says which.
+            if absent := self.absent(case):
+                self.unavailable[key] = absent
+                return blank_record(case, "unavailable", absent)
+            reason = str(e) or f"worker did not start within {STARTUP_TIMEOUT:.0f} s"
+            return blank_record(case, "crashed", f"{case.backend} failed to start: {reason}")
+        if worker.unavailable is not None:
+            self.unavailable[key] = self.absent(case) or worker.unavailable
+            self._drop(key)
+            return blank_record(case, "unavailable", self.unavailable[key])
+        return worker
+
+    def absent(self, case: Case) -> str | None:
+        """Why the framework has not `case`'s devices here (`jax sees no gpu here: cpu ×1`), from what
+        it sees outside a worker, which is started for one kind only; None where it has them, where
+        they are CPUs (a framework's CPU devices are made up to the count asked) or the survey failed."""
+        if kind_of(case.device) == "cpu":
+            return None
+        if case.backend not in self.surveys:
+            found, problem = device_survey.result(device_survey.start(case.backend,
+                                                                      child_env(thread_env(case.threads))))
+            self.surveys[case.backend] = None if problem else found
+        seen = self.surveys[case.backend]
+        return None if seen is None else device_survey.missing(case.backend, case.device, seen)
 
     def _drop(self, key: WorkerKey) -> None:
         worker = self.workers.pop(key, None)

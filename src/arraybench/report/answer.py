@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench import bracket
+from arraybench.devices import kind_of
 from arraybench.report import bound, devices
 from arraybench.report.crossovers import Crossover, point
 from arraybench.report.model import ReportData
@@ -43,13 +44,16 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     """Every workload with a correct case, in the report's order."""
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for r in data.records:
-        if r["status"] != "unavailable":
-            groups[(r["workload"], r["dtype"], r["machine"])].append(r)
+        groups[(r["workload"], r["dtype"], r["machine"])].append(r)
     scaling = devices.series(data)
     out = []
-    for (wl, dtype, machine), recs in sorted(groups.items()):
+    for (wl, dtype, machine), every in sorted(groups.items()):
+        recs = [r for r in every if r["status"] != "unavailable"]
         ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
+        unmeasured = _unmeasured(every)
         if not ok:
+            if unmeasured:
+                out.append(Answer(wl, dtype, machine, unmeasured, ""))
             continue
         here = [c for c in found if (c.workload, c.dtype, c.machine) == (wl, dtype, machine)]
         name = data.size_param(wl)
@@ -57,8 +61,23 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         # A multi-device workload's answer also says where adding a device stops paying.
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record["dtype"] == dtype
                                    and s.points[0].record["machine"] == machine])
-        out.append(Answer(wl, dtype, machine, verdict, " ".join(t for t in (_why(data, name, ok), spread) if t)))
+        out.append(Answer(wl, dtype, machine, verdict,
+                          " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t)))
     return out
+
+
+def _unmeasured(recs: Sequence[Mapping[str, Any]]) -> str:
+    """'No GPU was measured: every gpu case was unavailable (jax sees no gpu here: cpu ×1).', per kind of
+    device other than the CPU whose every case was unavailable: no figure stands for it; '' where none."""
+    by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in recs:
+        by_kind[kind_of(r.get("device") or "cpu")].append(r)
+    out = []
+    for kind, rs in sorted(by_kind.items()):
+        if kind != "cpu" and all(r["status"] == "unavailable" for r in rs):
+            why = "; ".join(sorted({r.get("error") or "unavailable" for r in rs}))
+            out.append(f"No {kind.upper()} was measured: every {kind} case was unavailable ({why}).")
+    return " ".join(out)
 
 
 def _complete_sizes(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> set[Any]:
