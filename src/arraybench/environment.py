@@ -53,6 +53,12 @@ SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnn
               "avx512_fp16", "amx_tile", "amx_bf16", "asimd", "sve", "sve2")
 
 
+# What the environment measured rather than how the machine is set up (dotted keys; a list's
+# elements each): it differs between any two runs of one machine, so it is no difference between
+# two runs' setups. `peaks` are measured at the start of a run, the current clocks read at it.
+MEASURED = ("peaks", "cpu_frequency.current_mhz", "gpus.sm_clock_mhz")
+
+
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -180,6 +186,25 @@ def collect() -> dict[str, Any]:
         "devices": devices(found),
         "env": settings_env(),
     }
+
+
+def setup(env: dict[str, Any]) -> dict[str, Any]:
+    """A recorded environment without what was measured in it (MEASURED): the machine's setup."""
+    out: Any = env
+    for key in MEASURED:
+        out = _without(out, key.split("."))
+    return dict(out)
+
+
+def _without(obj: Any, path: list[str]) -> Any:
+    """`obj` less the key at `path`, looked for in each element of a list on the way."""
+    if isinstance(obj, list):
+        return [_without(v, path) for v in obj]
+    if not isinstance(obj, dict) or path[0] not in obj:
+        return obj
+    if len(path) == 1:
+        return {k: v for k, v in obj.items() if k != path[0]}
+    return {**obj, path[0]: _without(obj[path[0]], path[1:])}
 
 
 def fingerprint(env: dict[str, Any]) -> str:
