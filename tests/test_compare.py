@@ -264,3 +264,26 @@ def test_only_real_differences_are_named(tmp_path, run_cli):
     assert shown["note"] is None
     assert [d for d in shown["differences"] if "blas" in d] == [
         'backend_info.torch.blas.1.num_threads: 2 → 1']
+
+
+def test_a_partial_or_torn_side_says_how_many_planned_cases_it_holds(tmp_path, run_cli):
+    cases = [record("numpy", "eager", n, processes(1e-3, seed=n)) for n in (2, 3, 4)]
+    full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
+    results_file(full, cases)
+    results_file(part, cases[:2])
+    for path in (full, part):  # both runs planned three cases
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text(json.dumps({**json.loads(lines[0]), "plan_size": 3}) + "\n" + "".join(lines[1:]))
+    with part.open("rb+") as f:  # killed while writing its second case
+        f.truncate(part.stat().st_size - 40)
+    assert str(load_results(part).planned()) == "1 of 3 planned cases"
+    code, out, err = run_cli("compare", str(full), str(part))
+    assert code == 0 and "dropped a torn last line" in err
+    assert out.count("planned cases") == 1
+    assert f"{part} (run part) holds only 1 of 3 planned cases (its run was interrupted" in out
+    shown = json.loads(run_cli("compare", str(full), str(part), "--format", "json")[1])
+    assert shown["planned"] == [{"held": 3, "planned": 3}, {"held": 1, "planned": 3}]
+    # A retried case counts once; refinement's extra cases come after the plan, which is complete.
+    resumed = replace(load_results(full), records=[*cases, cases[0], record("numpy", "eager", 9, processes(1e-3))])
+    assert resumed.planned().complete and str(resumed.planned()) == "3 of 3 planned cases"
+    assert load_results(results_file(tmp_path / "old.jsonl", cases)).planned() is None

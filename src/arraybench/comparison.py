@@ -16,7 +16,7 @@ from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
 from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
-from arraybench.results import FAILED, Results, measured
+from arraybench.results import FAILED, Planned, Results, measured
 from arraybench.run_ids import run_id
 from arraybench.units import format_seconds
 
@@ -202,6 +202,14 @@ class Comparison:
     differences: list[str]
     threshold: float
     run_spread: RunSpread | None = None  # from earlier runs of the machine; None: no history
+    # How many of its planned cases each side holds (Results.planned); None: its header does not say.
+    planned: tuple[Planned | None, Planned | None] = (None, None)
+
+    def partial_sides(self) -> list[str]:
+        """A sentence for each side that holds fewer cases than its run planned."""
+        sides = zip((self.base_name, self.new_name), self.planned, strict=True)
+        return [f"{name} holds only {p} (its run was interrupted, is still running or was stored in part)"
+                for name, p in sides if p is not None and not p.complete]
 
     def __repr__(self) -> str:
         """The table `arraybench compare` prints (a notebook shows this, not every record)."""
@@ -475,6 +483,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         differences=environment_differences(base, new),
         threshold=threshold,
         run_spread=spread,
+        planned=(base.planned(), new.planned()),
     )
 
 
@@ -551,6 +560,7 @@ def render(cmp: Comparison, note: str | None, markdown: bool = False,
     """The comparison for a terminal (`table` draws its tables), or as Markdown for a pull request."""
     table = _md_table if markdown else table
     blocks = ["## arraybench compare", summary(cmp)] if markdown else [summary(cmp)]
+    blocks += [f"**{line}.**" if markdown else f"{line}." for line in cmp.partial_sides()]
     history = history_line(cmp)
     if history:
         blocks.append(history)
@@ -591,6 +601,7 @@ def render_as(cmp: Comparison, note: str | None, fmt: str,
             "run_spread": cmp.run_spread.to_json() if cmp.run_spread else None,
             "geometric_means": [{"row": row, "ratio": g, "cases": k} for row, g, k in cmp.geometric_means()],
             "only_base": cmp.only_base, "only_new": cmp.only_new,
+            "planned": [dataclasses.asdict(p) if p is not None else None for p in cmp.planned],
         })
     if fmt == "csv":
         return formats.render_rows(case_rows(cmp), "csv")

@@ -55,6 +55,21 @@ LINE_FIELDS = ("type", "replicate")
 KNOWN_KEYS = frozenset(f.name for f in FIELDS) | set(LINE_FIELDS)
 
 
+@dataclass(frozen=True)
+class Planned:
+    """How many of its run's planned cases a results file (or a stored run) holds."""
+
+    held: int
+    planned: int
+
+    @property
+    def complete(self) -> bool:
+        return self.held >= self.planned
+
+    def __str__(self) -> str:
+        return f"{self.held} of {self.planned} planned cases"
+
+
 @dataclass
 class Results:
     """One results file: its header (run settings and environment) and its case records."""
@@ -87,6 +102,16 @@ class Results:
     def latest(self) -> dict[str, CaseRecord]:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r.id: r for r in self.records}
+
+    def planned(self) -> Planned | None:
+        """How many of the run's planned cases (the header's `plan_size`) have a record here; None
+        when the header does not say (a file made by hand). An interrupted run, one still running,
+        a torn last line or a store that stopped mid-run holds fewer. Refinement adds cases only
+        after every planned case has its record, so more records than planned means all of them."""
+        size = self.header.get("plan_size")
+        if not isinstance(size, int) or isinstance(size, bool):
+            return None
+        return Planned(min(len(self.latest()), size), size)
 
     def __repr__(self) -> str:
         from arraybench.notebook import short_repr
