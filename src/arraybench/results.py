@@ -62,6 +62,16 @@ class Planned:
     held: int
     planned: int
 
+    @classmethod
+    def of(cls, header: dict[str, Any], cases: int) -> Planned | None:
+        """`cases` distinct cases of the run whose header is `header` against its `plan_size`; None
+        when the header does not say (a file made by hand). Refinement adds cases only after every
+        planned case has its record, so more cases than planned means all of them."""
+        size = header.get("plan_size")
+        if not isinstance(size, int) or isinstance(size, bool):
+            return None
+        return cls(min(cases, size), size)
+
     @property
     def complete(self) -> bool:
         return self.held >= self.planned
@@ -104,14 +114,10 @@ class Results:
         return {r.id: r for r in self.records}
 
     def planned(self) -> Planned | None:
-        """How many of the run's planned cases (the header's `plan_size`) have a record here; None
-        when the header does not say (a file made by hand). An interrupted run, one still running,
-        a torn last line or a store that stopped mid-run holds fewer. Refinement adds cases only
-        after every planned case has its record, so more records than planned means all of them."""
-        size = self.header.get("plan_size")
-        if not isinstance(size, int) or isinstance(size, bool):
-            return None
-        return Planned(min(len(self.latest()), size), size)
+        """How many of the run's planned cases (the header's `plan_size`) have a record here (None:
+        the header does not say). An interrupted run, one still running, a torn last line or a
+        store that stopped mid-run holds fewer."""
+        return Planned.of(self.header, len(self.latest()))
 
     def __repr__(self) -> str:
         from arraybench.notebook import short_repr
@@ -203,6 +209,18 @@ class ResultsWriter:
 
     def close(self) -> None:
         self._f.close()
+
+
+def being_written(path: Path) -> bool:
+    """Whether a run is appending to the results file at `path` now: its ResultsWriter holds the lock."""
+    try:
+        with path.open("rb") as f:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # gone or unreadable: nobody writes it
+        return False
+    return False
 
 
 def finite(obj: Any) -> Any:
