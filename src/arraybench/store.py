@@ -405,7 +405,7 @@ class Store:
         with self.db.transaction():
             self._insert_run(tuple(row))  # a new copy carries the source's incomplete mark
             self.db.lock_run(rid)
-            if row[-1] is None:  # the source holds the run whole, and so does this store now
+            if row[-1] is None:  # incomplete, RUN_COLUMNS' last: the source holds the run whole, and so will this
                 self._mark(rid, None)
             have = self._count(rid)
             rows = source.db.execute(f"SELECT {CASE_COLUMNS} FROM cases WHERE run_id = ? AND seq >= ? ORDER BY seq",
