@@ -2,8 +2,9 @@
 
 initdb and pg_ctl from the installed server (Debian: /usr/lib/postgresql/N/bin) in a temporary
 directory, listening on 127.0.0.1 at a free port with password (SCRAM) authentication; stopped
-and deleted when the block ends. initdb refuses to run as root, so under root the server runs as
-the `postgres` user that Debian's package creates.
+and deleted when the block ends; a test may stop and start it in between (a server going away
+mid-run). initdb refuses to run as root, so under root the server runs as the `postgres` user that
+Debian's package creates.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 USER = "arraybench"
@@ -33,6 +34,14 @@ class Server:
     port: int
     user: str
     password: str
+    # pg_ctl ACTION on this server's data directory: "stop" (at once, as a crash would) or "start".
+    control: Callable[[str], None] = field(default=lambda action: None, repr=False, compare=False)
+
+    def stop(self) -> None:
+        self.control("stop")
+
+    def start(self) -> None:
+        self.control("start")
 
     def url(self, database: str = "postgres") -> str:
         """A database's URL, without the password: libpq reads that from PGPASSWORD or a pgpass file."""
@@ -93,16 +102,21 @@ def throwaway_server(*settings: str) -> Iterator[Server]:
         pwfile.unlink()
         port = free_port()
         options = " ".join([f"-c listen_addresses=127.0.0.1 -p {port} -k {tmp}", *(f"-c {s}" for s in settings)])
+        pg_ctl = [*as_user, bin_dir / "pg_ctl", "-D", data]
+        start = [*pg_ctl, "-l", log, "-w", "-t", "60", "-o", options, "start"]
+        stop = [*pg_ctl, "-m", "immediate", "-w", "stop"]
         try:
-            _run("pg_ctl start", [*as_user, bin_dir / "pg_ctl", "-D", data, "-l", log, "-w", "-t", "60",
-                                  "-o", options, "start"], tmp)
+            _run("pg_ctl start", start, tmp)
         except Unavailable as e:
             last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
             raise Unavailable(f"{e}{': ' + last[0] if last else ''}") from None
+
+        def control(action: str) -> None:
+            _run(f"pg_ctl {action}", {"start": start, "stop": stop}[action], tmp)
+
         try:
-            yield Server("127.0.0.1", port, USER, password)
+            yield Server("127.0.0.1", port, USER, password, control)
         finally:
-            subprocess.run([str(c) for c in [*as_user, bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "-w",
-                                             "stop"]], cwd=tmp, capture_output=True, timeout=120)
+            subprocess.run([str(c) for c in stop], cwd=tmp, capture_output=True, timeout=120)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Compare: verdicts from raw samples, failed cases, environment differences and the CI exit code."""
 
+import json
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -226,3 +227,63 @@ def test_what_a_worker_measured_of_itself_is_no_setting_difference():
                   backend_info={"version": "2.4.0", "threads_verified": 1, "startup": {"total_s": 0.2},
                                 "empty_call_s": {"eager": 3e-7}, "devices": ["cpu"]})
     assert backend_infos(Results(header={}, records=[rec])) == {"numpy": {"threads_verified": 1}}
+
+
+def test_only_real_differences_are_named(tmp_path, run_cli):
+    """Two runs of one machine: the same BLAS libraries listed in another order, the peaks and clock
+    measured anew, a Terraform variable set in one shell are no differences; a new numpy is."""
+    blas = [{"internal_api": "openblas", "num_threads": 2}, {"internal_api": "openmp", "num_threads": 2}]
+
+    def run(name: str, numpy: str, order: list, peak: float, mhz: int, env: dict) -> str:
+        rec = replace(record("torch", "eager", 2, processes(1e-3)),
+                      backend_info={"version": "2", "threads_verified": 2, "blas": [blas[i] for i in order]})
+        header = {"schema": 3, "run_id": name, "started": "2026-01-01T00:00:00+0000",
+                  "settings": {"dtype": "float64", "threads": 2, "seed": 0,
+                               "devices": [["cpu", "cpu:2"][i] for i in order]},
+                  "environment": {"hostname": "box", "cpu_model": "cpu", "cpu_logical": 2, "gpus": [],
+                                  "versions": {"numpy": numpy}, "env": env,
+                                  "cpu_frequency": {"governor": "performance", "current_mhz": mhz},
+                                  "peaks": {"matmul_gflops": {"float64": peak}, "bandwidth_gbs": peak / 3}}}
+        w = ResultsWriter(tmp_path / f"{name}.jsonl", header)
+        w.append(rec)
+        w.close()
+        return str(tmp_path / f"{name}.jsonl")
+
+    base = run("a", "2.4.0", [0, 1], 51.123456789012345, 2400, {"OMP_NUM_THREADS": "2"})
+    new = run("b", "2.5.0", [1, 0], 49.87654321098765, 2901,
+              {"OMP_NUM_THREADS": "2", "TF_CLI_CONFIG_FILE": "/root/.terraformrc"})
+    code, out, _ = run_cli("compare", base, new, "--format", "json")
+    assert code == 0
+    shown = json.loads(out)
+    assert shown["differences"] == ["versions.numpy: 2.4.0 → 2.5.0"]
+    assert shown["note"].startswith("The two runs ran with different framework versions:")
+    # A real difference inside a list still shows.
+    blas[1] = {"internal_api": "openmp", "num_threads": 1}
+    new = run("c", "2.4.0", [1, 0], 50.0, 2400, {"OMP_NUM_THREADS": "2"})
+    shown = json.loads(run_cli("compare", base, new, "--format", "json")[1])
+    assert shown["note"] is None
+    assert [d for d in shown["differences"] if "blas" in d] == [
+        'backend_info.torch.blas.1.num_threads: 2 → 1']
+
+
+def test_a_partial_or_torn_side_says_how_many_planned_cases_it_holds(tmp_path, run_cli):
+    cases = [record("numpy", "eager", n, processes(1e-3, seed=n)) for n in (2, 3, 4)]
+    full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
+    results_file(full, cases)
+    results_file(part, cases[:2])
+    for path in (full, part):  # both runs planned three cases
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text(json.dumps({**json.loads(lines[0]), "plan_size": 3}) + "\n" + "".join(lines[1:]))
+    with part.open("rb+") as f:  # killed while writing its second case
+        f.truncate(part.stat().st_size - 40)
+    assert str(load_results(part).planned()) == "1 of 3 planned cases"
+    code, out, err = run_cli("compare", str(full), str(part))
+    assert code == 0 and "dropped a torn last line" in err
+    assert out.count("planned cases") == 1
+    assert f"{part} (run part) holds only 1 of 3 planned cases (its run was interrupted" in out
+    shown = json.loads(run_cli("compare", str(full), str(part), "--format", "json")[1])
+    assert shown["planned"] == [{"held": 3, "planned": 3}, {"held": 1, "planned": 3}]
+    # A retried case counts once; refinement's extra cases come after the plan, which is complete.
+    resumed = replace(load_results(full), records=[*cases, cases[0], record("numpy", "eager", 9, processes(1e-3))])
+    assert resumed.planned().complete and str(resumed.planned()) == "3 of 3 planned cases"
+    assert load_results(results_file(tmp_path / "old.jsonl", cases)).planned() is None

@@ -12,11 +12,13 @@ from arraybench.device_survey import devices_text
 
 
 def test_the_variables_that_change_results_are_recorded_and_no_others():
-    env = {"KMP_AFFINITY": "compact", "NUMBA_OPT": "0", "TORCHINDUCTOR_FREEZING": "1", "OMP_NUM_THREADS": "2",
-           "XLA_FLAGS": "--xla_cpu", "MALLOC_ARENA_MAX": "2", "HOME": "/root", "PATH": "/bin", "TERM": "xterm"}
-    assert environment.settings_env(env) == {k: env[k] for k in ("KMP_AFFINITY", "MALLOC_ARENA_MAX", "NUMBA_OPT",
-                                                                 "OMP_NUM_THREADS", "TORCHINDUCTOR_FREEZING",
-                                                                 "XLA_FLAGS")}
+    changes = {"KMP_AFFINITY": "compact", "NUMBA_OPT": "0", "TORCHINDUCTOR_FREEZING": "1", "OMP_NUM_THREADS": "2",
+               "XLA_FLAGS": "--xla_cpu", "MALLOC_ARENA_MAX": "2", "TF_ENABLE_ONEDNN_OPTS": "0",
+               "TF_NUM_INTRAOP_THREADS": "2", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+    # Terraform's TF_ variables and TensorFlow's log level share the prefix and change no number.
+    others = {"HOME": "/root", "PATH": "/bin", "TERM": "xterm", "TF_CLI_CONFIG_FILE": "/root/.terraformrc",
+              "TF_VAR_region": "eu", "TF_LOG": "DEBUG", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    assert environment.settings_env({**changes, **others}) == dict(sorted(changes.items()))
 
 
 def test_cpu_flags_and_frequency_come_from_linux():

@@ -16,8 +16,8 @@ from arraybench.environment import fingerprint
 from arraybench.execution.case_executor import blank_record
 from arraybench.record import CaseRecord
 from arraybench.report.model import run_views
-from arraybench.results import load_results
-from arraybench.store import SCHEMA, Store, recording
+from arraybench.results import Planned, ResultsWriter, load_results
+from arraybench.store import SCHEMA, Recording, Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SRC = Path(__file__).parent.parent / "src"
@@ -122,8 +122,6 @@ def fake_record(i: int) -> CaseRecord:
 
 
 def write_results(path: Path, run_id: str, n_records: int) -> Path:
-    from arraybench.results import ResultsWriter
-
     w = ResultsWriter(path, {"schema": 1, "run_id": run_id, "started": "2026-01-01T00:00:00+0000",
                              "settings": {}, "environment": {"hostname": "h"}})
     for i in range(n_records):
@@ -134,13 +132,13 @@ def write_results(path: Path, run_id: str, n_records: int) -> Path:
 
 def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
     db, results = tmp_path / "s.db", write_results(tmp_path / "results.jsonl", "r1", 0)
-    on_record = recording(db, results, lambda r: None)
+    on_record = Recording(db, results, lambda r: None)
     on_record(fake_record(0))
     # No close, no end of run: a second reader already sees the record (a crash keeps it).
     assert len(Store(db).load("r1").records) == 1
     # The run went on with --no-store for two more cases; resuming with the store adds them.
     write_results(tmp_path / "full.jsonl", "r1", 3)
-    on_record = recording(db, tmp_path / "full.jsonl", lambda r: None)
+    on_record = Recording(db, tmp_path / "full.jsonl", lambda r: None)
     assert [r["id"] for r in Store(db).load("r1").records] == ["case0", "case1", "case2"]
     # The resumed run retried a failed case: history counts it once, by its last record.
     on_record(replace(fake_record(1), status="error"))
@@ -157,7 +155,7 @@ def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
 def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):
     db, results = tmp_path / "s.db", write_results(tmp_path / "results.jsonl", "r1", 0)
     seen = []
-    on_record = recording(db, results, seen.append)
+    on_record = Recording(db, results, seen.append)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     db.mkdir()  # the store is gone and cannot be opened again
@@ -168,17 +166,99 @@ def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):
     assert err.count("stopped storing run r1") == 1 and f"arraybench import {results}" in err
 
 
+def hide(db: Path) -> None:
+    """Take the store away, as a full disk or a lost mount would: it cannot be opened until shown again."""
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{db}{suffix}").exists():
+            Path(f"{db}{suffix}").rename(f"{db}{suffix}.away")
+    db.mkdir()
+
+
+def show_again(db: Path) -> None:
+    db.rmdir()
+    for suffix in ("", "-wal", "-shm"):
+        if Path(f"{db}{suffix}.away").exists():
+            Path(f"{db}{suffix}.away").rename(f"{db}{suffix}")
+
+
+def running(path: Path, run_id: str) -> ResultsWriter:
+    """A run writing `path`, which planned three cases."""
+    return ResultsWriter(path, {"schema": 3, "run_id": run_id, "started": "2026-01-01T00:00:00+0000", "settings": {},
+                                "environment": {"hostname": "h"}, "plan_size": 3})
+
+
+def test_a_run_is_marked_incomplete_in_the_store_until_it_holds_the_whole_file(tmp_path, capsys):
+    db = tmp_path / "s.db"
+    # A run whose store works throughout: marked while it runs, whole and with its figures at its end.
+    w = running(tmp_path / "whole.jsonl", "r0")
+    recording = Recording(db, w.path, lambda r: None)
+    assert Store(db).incomplete("r0") == str(w.path.resolve())
+    for i in range(3):
+        w.append(fake_record(i))
+        recording(fake_record(i))
+    w.close()
+    stored = recording.finish()
+    assert stored.complete and str(stored) == f"stored as run r0 in {db}"
+    with Store(db) as st:
+        assert st.incomplete("r0") is None and len(stored_figures(st, "r0")) == 3
+    # A run whose store fails after its first case: the run goes on, and its end says how much is stored.
+    w = running(tmp_path / "results.jsonl", "r1")
+    recording = Recording(db, w.path, lambda r: None)
+    w.append(fake_record(0))
+    recording(fake_record(0))
+    hide(db)
+    w.append(fake_record(1))
+    recording(fake_record(1))
+    w.close()
+    stored = recording.finish()
+    assert not stored.complete and (stored.cases, stored.total) == (1, 2)
+    assert str(stored).startswith(f"stored only 1 of 2 cases of run r1 in {db} (cannot use results store")
+    assert str(stored).endswith(f"marked incomplete there until `arraybench import {w.path.resolve()} --store {db}` "
+                                "stores the rest")
+    assert capsys.readouterr().err.count("stopped storing run r1") == 1
+    show_again(db)
+    with Store(db) as st:
+        [r0, r1] = st.runs()
+        assert (r0.cases, r0.planned, r0.incomplete) == (3, Planned(3, 3), None)
+        assert (r1.cases, r1.planned, r1.incomplete) == (1, Planned(1, 3), str(w.path.resolve()))
+        # Importing the file stores the rest and clears the mark; the figures follow the records.
+        assert st.add_results(load_results(w.path)) == ("r1", 1)
+        assert st.incomplete("r1") is None and len(stored_figures(st, "r1")) == 2
+        assert st.runs()[1].planned == Planned(2, 3)
+
+
+def test_history_shows_a_run_stored_in_part_and_import_completes_it(tmp_path, run_cli):
+    db = str(tmp_path / "s.db")
+    w = running(tmp_path / "results.jsonl", "r1")
+    recording = Recording(db, w.path, lambda r: None)
+    w.append(fake_record(0))
+    recording(fake_record(0))
+    code, out, _ = run_cli("history", "--store", db)
+    assert code == 0 and "1 of 3 planned (stored in part)" in out and f"r1: {w.path.resolve()}" in out
+    # An import while the run still writes its file cannot make it whole.
+    w.append(fake_record(1))
+    code, out, _ = run_cli("import", str(w.path), "--store", db)
+    assert code == 0 and "1 of 2 cases added; its run is still writing it, so it stays marked incomplete" in out
+    w.close()
+    code, out, _ = run_cli("import", str(w.path), "--store", db)
+    assert code == 0 and "0 of 2 cases added; the run is whole in the store now" in out
+    code, out, _ = run_cli("history", "--store", db)
+    assert code == 0 and "2 of 3 planned" in out and "stored in part" not in out
+    code, out, _ = run_cli("history", "--store", db, "--format", "json")
+    assert json.loads(out)[0]["planned"] == {"held": 2, "planned": 3} and json.loads(out)[0]["incomplete"] is None
+
+
 WRITER = """
 import sys
 from pathlib import Path
 from arraybench.record import CaseRecord
 from arraybench.report.model import run_views
 from arraybench.results import ResultsWriter
-from arraybench.store import recording
+from arraybench.store import Recording
 db, out, rid, n = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 w = ResultsWriter(out, {"schema": 1, "run_id": rid, "started": "x", "settings": {}, "environment": {}})
 w.close()
-on_record = recording(db, out, lambda r: None)
+on_record = Recording(db, out, lambda r: None)
 for i in range(n):
     on_record(CaseRecord.from_json({"id": f"{rid}-{i}", "workload": "w", "params": {}, "backend": "numpy",
                                     "mode": "eager", "dtype": "float64", "status": "ok", "samples_s": [float(i)]}))
@@ -226,6 +306,18 @@ def test_a_version_3_store_gets_the_figures_of_its_runs(tmp_path):
         views = run_views(st.load(run.id))
     assert figures and figures == {cid: json.loads(json.dumps(v.figures())) for cid, v in views.items()}
     assert [f["speedup"] for f in figures.values()] == [1.0]
+
+
+def test_a_version_4_store_keeps_its_runs_whole(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript((FIXTURES / "store-v4.sql").read_text())
+        before = conn.execute("SELECT seq, figures FROM cases").fetchall()
+    with Store(db) as st:
+        assert st.version() == SCHEMA
+        [run] = st.runs()
+        assert run.cases == 1 and run.incomplete is None and st.incomplete(run.id) is None
+        assert st.conn.execute("SELECT seq, figures FROM cases").fetchall() == before
 
 
 def test_a_store_from_a_newer_arraybench_is_refused(tmp_path, run_cli):

@@ -19,7 +19,7 @@ from test_compare import processes, record, results_file
 import arraybench
 from arraybench.errors import UsageError
 from arraybench.results import load_results
-from arraybench.store import MIGRATIONS, SCHEMA, Store, recording
+from arraybench.store import MIGRATIONS, SCHEMA, Recording, Store
 from arraybench.store_pg import redact
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -113,11 +113,11 @@ import sys
 from pathlib import Path
 from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter
-from arraybench.store import recording
+from arraybench.store import Recording
 url, out, rid, n = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 w = ResultsWriter(out, {"schema": 1, "run_id": rid, "started": "x", "settings": {}, "environment": {"hostname": rid}})
 w.close()
-on_record = recording(url, out, lambda r: None)
+on_record = Recording(url, out, lambda r: None)
 for i in range(n):
     on_record(CaseRecord.from_json({"id": f"{rid}-{i}", "workload": "w", "params": {}, "backend": "numpy",
                                     "mode": "eager", "dtype": "float64", "status": "ok", "samples_s": [float(i)]}))
@@ -147,7 +147,7 @@ def test_a_shared_store_failing_mid_run_warns_once_and_the_run_goes_on(pg, tmp_p
     results = tmp_path / "results.jsonl"
     results_file(results, [])
     seen = []
-    on_record = recording(pg, results, seen.append)
+    on_record = Recording(pg, results, seen.append)
     with Store(pg) as st:
         st.conn.execute("DROP TABLE cases")  # every insert fails from here on
     for n in (2, 3):
@@ -156,6 +156,57 @@ def test_a_shared_store_failing_mid_run_warns_once_and_the_run_goes_on(pg, tmp_p
     err = capsys.readouterr().err
     assert err.count(f"stopped storing run results in {pg}: ") == 1, err
     assert f"arraybench import {results} --store {pg}" in err and len(err.strip().splitlines()) == 1
+
+
+@needs_server
+def test_a_run_whose_server_stops_mid_run_is_stored_in_part_until_imported(tmp_path, monkeypatch, run_cli):
+    """A real run into a server of its own, stopped for real after the first case landed: the run
+    goes on, ends saying how much was stored, and the store marks the run incomplete (history
+    says so, and a pull carries it) until an import and a push complete it."""
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'arraybench[postgres]')")
+    monkeypatch.delenv("ARRAYBENCH_STORE", raising=False)
+    try:
+        with throwaway_server("fsync=off") as server:
+            monkeypatch.setenv("PGPASSWORD", server.password)
+            url, out, local = server.url(), tmp_path / "out", str(tmp_path / "local.db")
+            add_record = Store.add_record
+
+            def stop_after_the_first(st, rid, rec):
+                add_record(st, rid, rec)
+                if st.runs()[0].cases == 1:
+                    server.stop()
+
+            monkeypatch.setattr(Store, "add_record", stop_after_the_first)
+            code, _, err = run_cli("run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager",
+                                   "--sizes", "2,3", "--threads", "1", "--output-dir", str(out), "--store", url, *TINY)
+            monkeypatch.setattr(Store, "add_record", add_record)
+            rid = load_results(out).header["run_id"]
+            assert code == 0 and len(load_results(out).records) == 2
+            assert err.count(f"stopped storing run {rid} in {url}: cannot connect") == 1
+            assert "stored as run" not in err
+            assert (f"arraybench: warning: stored only 1 of 2 cases of run {rid} in {url} (cannot connect to results "
+                    f"store {url}: ") in err
+            assert f"it is marked incomplete there until `arraybench import {out / 'results.jsonl'} --store {url}` " \
+                   "stores the rest" in err
+
+            server.start()
+            code, shown, _ = run_cli("history", "--store", url)
+            assert code == 0 and "1 of 2 planned (stored in part)" in shown
+            assert f"{rid}: {out / 'results.jsonl'}" in shown
+            # Pulled as it stands, the copy is incomplete too; imported whole there, a push completes the shared one.
+            code, shown, _ = run_cli("pull", "--from", url, "--store", local)
+            assert code == 0 and f"run {rid}: 1 of 1 cases pulled from {url}; stored in part" in shown
+            code, shown, _ = run_cli("import", str(out), "--store", local)
+            assert code == 0 and "1 of 2 cases added; the run is whole in the store now" in shown
+            code, shown, _ = run_cli("push", "--to", url, "--store", local)
+            assert code == 0 and shown.strip() == f"run {rid}: 1 of 2 cases pushed to {url}"
+            code, shown, _ = run_cli("history", "--store", url)
+            assert code == 0 and "stored in part" not in shown
+            with Store(url) as st:
+                [run] = st.runs()
+                assert run.cases == 2 and run.incomplete is None and st.load(rid).records == load_results(out).records
+    except Unavailable as e:
+        pytest.skip(f"no PostgreSQL server to test against: {e}")
 
 
 @needs_server

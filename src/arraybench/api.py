@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from arraybench.errors import UsageError, require_linux
 from arraybench.results import Results
 from arraybench.run_ids import run_id
 from arraybench.settings import run_settings
-from arraybench.store import Configured, default_store
+from arraybench.store import Configured, StoredRun, default_store
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
 
@@ -331,9 +332,15 @@ def run(
     if isinstance(store, Configured):
         store = default_store()
     if not progress:
-        return session.execute(settings, out_dir, store=store)
+        return session.execute(settings, out_dir, store=store, on_stored=_warn_if_partial)
     with terminal.progress_display() as on_start:
-        return session.execute(settings, out_dir, on_start=on_start, store=store)
+        return session.execute(settings, out_dir, on_start=on_start, store=store, on_stored=_warn_if_partial)
+
+
+def _warn_if_partial(stored: StoredRun) -> None:
+    """A run the store holds only part of says so at its end, as `arraybench run` does."""
+    if not stored.complete:
+        print(f"arraybench: warning: {stored}", file=sys.stderr)
 
 
 def compare(

@@ -16,7 +16,7 @@ from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
 from arraybench.record import CaseRecord
 from arraybench.report.table import text_table
-from arraybench.results import FAILED, Results, measured
+from arraybench.results import FAILED, Planned, Results, measured
 from arraybench.run_ids import run_id
 from arraybench.units import format_seconds
 
@@ -126,10 +126,15 @@ def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | N
     return RunSpread(tau2, df, runs, cases)
 
 
+def different_settings(a: Results, b: Results) -> list[str]:
+    """The COMPARABLE_SETTINGS in which two runs differ (a list's order is no difference)."""
+    return [k for k in COMPARABLE_SETTINGS if unordered(a.settings.get(k)) != unordered(b.settings.get(k))]
+
+
 def like_for_like(a: Results, b: Results) -> bool:
     """Same machine and the same COMPARABLE_SETTINGS: runs whose spread is one machine's."""
     return (environment.fingerprint(a.environment) == environment.fingerprint(b.environment)
-            and all(a.settings.get(k) == b.settings.get(k) for k in COMPARABLE_SETTINGS))
+            and not different_settings(a, b))
 
 
 def earlier_measurements(base: Results, new: Results, history: Sequence[Results]) -> dict[str, dict[str, Replicated]]:
@@ -197,6 +202,14 @@ class Comparison:
     differences: list[str]
     threshold: float
     run_spread: RunSpread | None = None  # from earlier runs of the machine; None: no history
+    # How many of its planned cases each side holds (Results.planned); None: its header does not say.
+    planned: tuple[Planned | None, Planned | None] = (None, None)
+
+    def partial_sides(self) -> list[str]:
+        """A sentence for each side that holds fewer cases than its run planned."""
+        sides = zip((self.base_name, self.new_name), self.planned, strict=True)
+        return [f"{name} holds only {p} (its run was interrupted, is still running or was stored in part)"
+                for name, p in sides if p is not None and not p.complete]
 
     def __repr__(self) -> str:
         """The table `arraybench compare` prints (a notebook shows this, not every record)."""
@@ -381,6 +394,17 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
     return {prefix: json.dumps(obj) if isinstance(obj, list) else str(obj)}
 
 
+def unordered(obj: Any) -> Any:
+    """`obj` with every list in one canonical order: two runs that list the same BLAS libraries
+    (threadpoolctl lists them in the order they were loaded) or devices in another order have
+    the same setup, so a list is compared as the multiset it is."""
+    if isinstance(obj, dict):
+        return {k: unordered(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return sorted((unordered(v) for v in obj), key=lambda v: json.dumps(v, sort_keys=True, default=str))
+    return obj
+
+
 # What a worker measured about itself rather than how it was set up: these differ between any
 # two runs (its start-up phases, its empty call, its layout pads) and are no setting.
 MEASURED_INFO = ("version", "devices", "startup", "empty_call_s")
@@ -400,17 +424,25 @@ def backend_infos(res: Results) -> dict[str, Any]:
 
 
 def environment_differences(base: Results, new: Results) -> list[str]:
-    """Every recorded fact about machine, software and settings that differs, as `key: base → new`."""
+    """Every recorded fact about machine, software and settings that differs, as `key: base → new`.
+
+    Facts, not measurements: what the environment and the workers measured (environment.MEASURED,
+    MEASURED_INFO) differs between any two runs; a list differs only in its elements, not their
+    order; an environment variable counts only where it changes results (environment.settings_env,
+    which also drops the others that files written before it recorded)."""
 
     infos = backend_infos(base), backend_infos(new)
     ran_in_both = infos[0].keys() & infos[1].keys()
 
     def facts(res: Results, info: dict[str, Any]) -> dict[str, str]:
+        env = environment.setup(res.environment)
+        if "env" in env:
+            env["env"] = environment.settings_env(env["env"])
         return {
             "arraybench": str(res.header.get("arraybench_version")),
-            **flatten(res.environment),
-            **flatten({k: res.settings[k] for k in COMPARABLE_SETTINGS if k in res.settings}, "settings"),
-            **flatten({b: info[b] for b in ran_in_both}, "backend_info"),
+            **flatten(unordered(env)),
+            **flatten(unordered({k: res.settings[k] for k in COMPARABLE_SETTINGS if k in res.settings}), "settings"),
+            **flatten(unordered({b: info[b] for b in ran_in_both}), "backend_info"),
         }
 
     a, b = facts(base, infos[0]), facts(new, infos[1])
@@ -451,6 +483,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         differences=environment_differences(base, new),
         threshold=threshold,
         run_spread=spread,
+        planned=(base.planned(), new.planned()),
     )
 
 
@@ -461,7 +494,7 @@ def headline(base: Results, new: Results) -> str | None:
         what.append("on different machines")
     if base.environment.get("versions") != new.environment.get("versions"):
         what.append("with different framework versions")
-    settings = [k for k in COMPARABLE_SETTINGS if base.settings.get(k) != new.settings.get(k)]
+    settings = different_settings(base, new)
     if settings:
         what.append(f"with different settings ({', '.join(settings)})")
     if not what:
@@ -527,6 +560,7 @@ def render(cmp: Comparison, note: str | None, markdown: bool = False,
     """The comparison for a terminal (`table` draws its tables), or as Markdown for a pull request."""
     table = _md_table if markdown else table
     blocks = ["## arraybench compare", summary(cmp)] if markdown else [summary(cmp)]
+    blocks += [f"**{line}.**" if markdown else f"{line}." for line in cmp.partial_sides()]
     history = history_line(cmp)
     if history:
         blocks.append(history)
@@ -567,6 +601,7 @@ def render_as(cmp: Comparison, note: str | None, fmt: str,
             "run_spread": cmp.run_spread.to_json() if cmp.run_spread else None,
             "geometric_means": [{"row": row, "ratio": g, "cases": k} for row, g, k in cmp.geometric_means()],
             "only_base": cmp.only_base, "only_new": cmp.only_new,
+            "planned": [dataclasses.asdict(p) if p is not None else None for p in cmp.planned],
         })
     if fmt == "csv":
         return formats.render_rows(case_rows(cmp), "csv")

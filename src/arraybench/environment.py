@@ -26,16 +26,37 @@ FRAMEWORKS = {
     "array-api-compat": ("array-api-compat",),
 }
 
-# Environment variables that change how frameworks thread, compile, allocate or round: every
-# one set when a run starts is recorded (a stray KMP_AFFINITY or NUMBA_OPT explains a number).
+# The environment variables that change how frameworks thread, compile, allocate or round: every
+# one set when a run starts is recorded (a stray KMP_AFFINITY or NUMBA_OPT explains a number), and
+# no other. The rule: a prefix where every name under it is one library's setting (OpenMP, a BLAS,
+# Numba, XLA, JAX, PyTorch, CUDA, CuPy, glibc's allocator), plus the exact names below.
 ENV_PREFIXES = (
     "OMP_", "KMP_", "GOMP_", "MKL_", "OPENBLAS_", "GOTO_", "BLIS_", "VECLIB_", "NUMEXPR_", "TBB_",
-    "ONEDNN_", "DNNL_", "NUMBA_", "XLA_", "JAX_", "PJRT_", "TF_", "TORCH", "PYTORCH_", "CUDA_",
-    "CUBLAS_", "NVIDIA_", "CUPY_", "MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD",
+    "ONEDNN_", "DNNL_", "NUMBA_", "XLA_", "JAX_", "PJRT_", "TORCH", "PYTORCH_", "CUDA_",
+    "CUBLAS_", "NVIDIA_", "CUPY_", "MALLOC_",
 )
+# Names where the prefix is shared: TF_ is TensorFlow's and Terraform's (TF_CLI_CONFIG_FILE,
+# TF_VAR_*, TF_LOG), and most of TensorFlow's own only log or dump; these are the ones TensorFlow
+# reads (its libraries' strings, 2.x) that set its threads, kernels, precision, allocator or JIT.
+ENV_NAMES = frozenset({
+    "GLIBC_TUNABLES", "LD_PRELOAD",
+    "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "TF_OVERRIDE_GLOBAL_THREADPOOL",
+    "TF_ENABLE_ONEDNN_OPTS", "TF_SET_ONEDNN_FPMATH_MODE", "TF_ONEDNN_ASSUME_FROZEN_WEIGHTS",
+    "TF_ONEDNN_THREADPOOL_USE_CALLER_THREAD", "TF_ONEDNN_USE_SYSTEM_ALLOCATOR", "TF_ENABLE_ZENDNN_OPTS",
+    "TF_XLA_FLAGS", "TF_CPU_ALLOCATOR_USE_BFC", "TF_GPU_ALLOCATOR",
+    "TF_FORCE_GPU_ALLOW_GROWTH", "TF_FORCE_UNIFIED_MEMORY", "TF_GPU_THREAD_MODE", "TF_GPU_THREAD_COUNT",
+    "TF_DETERMINISTIC_OPS", "TF_CUDNN_USE_AUTOTUNE", "TF_MATMUL_AUTOTUNE_ENABLE", "TF_USE_CUBLASLT",
+    "TF_FP16_MATMUL_USE_FP32_COMPUTE",
+})
 # The instruction-set extensions that decide which kernels a BLAS or a JIT can use.
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
               "avx512_fp16", "amx_tile", "amx_bf16", "asimd", "sve", "sve2")
+
+
+# What the environment measured rather than how the machine is set up (dotted keys; a list's
+# elements each): it differs between any two runs of one machine, so it is no difference between
+# two runs' setups. `peaks` are measured at the start of a run, the current clocks read at it.
+MEASURED = ("peaks", "cpu_frequency.current_mhz", "gpus.sm_clock_mhz")
 
 
 def cpu_model() -> str:
@@ -86,9 +107,9 @@ def cpu_frequency() -> dict[str, Any]:
 
 
 def settings_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables of `environ` (default: this process's) that change results (ENV_PREFIXES)."""
+    """The variables of `environ` (default: this process's) that change results (ENV_PREFIXES, ENV_NAMES)."""
     environ = dict(os.environ) if environ is None else environ
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
 
 
 def git_commit(cwd: str | None = None) -> dict[str, Any] | None:
@@ -166,6 +187,25 @@ def collect() -> dict[str, Any]:
         "devices": devices(found),
         "env": settings_env(),
     }
+
+
+def setup(env: dict[str, Any]) -> dict[str, Any]:
+    """A recorded environment without what was measured in it (MEASURED): the machine's setup."""
+    out: Any = env
+    for key in MEASURED:
+        out = _without(out, key.split("."))
+    return dict(out)
+
+
+def _without(obj: Any, path: list[str]) -> Any:
+    """`obj` less the key at `path`, looked for in each element of a list on the way."""
+    if isinstance(obj, list):
+        return [_without(v, path) for v in obj]
+    if not isinstance(obj, dict) or path[0] not in obj:
+        return obj
+    if len(path) == 1:
+        return {k: v for k, v in obj.items() if k != path[0]}
+    return {**obj, path[0]: _without(obj[path[0]], path[1:])}
 
 
 def fingerprint(env: dict[str, Any]) -> str:

@@ -55,6 +55,31 @@ LINE_FIELDS = ("type", "replicate")
 KNOWN_KEYS = frozenset(f.name for f in FIELDS) | set(LINE_FIELDS)
 
 
+@dataclass(frozen=True)
+class Planned:
+    """How many of its run's planned cases a results file (or a stored run) holds."""
+
+    held: int
+    planned: int
+
+    @classmethod
+    def of(cls, header: dict[str, Any], cases: int) -> Planned | None:
+        """`cases` distinct cases of the run whose header is `header` against its `plan_size`; None
+        when the header does not say (a file made by hand). Refinement adds cases only after every
+        planned case has its record, so more cases than planned means all of them."""
+        size = header.get("plan_size")
+        if not isinstance(size, int) or isinstance(size, bool):
+            return None
+        return cls(min(cases, size), size)
+
+    @property
+    def complete(self) -> bool:
+        return self.held >= self.planned
+
+    def __str__(self) -> str:
+        return f"{self.held} of {self.planned} planned cases"
+
+
 @dataclass
 class Results:
     """One results file: its header (run settings and environment) and its case records."""
@@ -87,6 +112,12 @@ class Results:
     def latest(self) -> dict[str, CaseRecord]:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r.id: r for r in self.records}
+
+    def planned(self) -> Planned | None:
+        """How many of the run's planned cases (the header's `plan_size`) have a record here (None:
+        the header does not say). An interrupted run, one still running, a torn last line or a
+        store that stopped mid-run holds fewer."""
+        return Planned.of(self.header, len(self.latest()))
 
     def __repr__(self) -> str:
         from arraybench.notebook import short_repr
@@ -178,6 +209,18 @@ class ResultsWriter:
 
     def close(self) -> None:
         self._f.close()
+
+
+def being_written(path: Path) -> bool:
+    """Whether a run is appending to the results file at `path` now: its ResultsWriter holds the lock."""
+    try:
+        with path.open("rb") as f:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # gone or unreadable: nobody writes it
+        return False
+    return False
 
 
 def finite(obj: Any) -> Any:

@@ -21,6 +21,7 @@ from arraybench.project import project_config
 from arraybench.record import CaseRecord
 from arraybench.results import (
     FAILED,
+    Planned,
     Results,
     analysed,
     finite,
@@ -114,9 +115,14 @@ MIGRATIONS: list[tuple[str | Spelled | Callable[[Store], object], ...]] = [
         "ALTER TABLE cases ADD COLUMN figures TEXT",
         lambda st: [st.fill_figures(rid) for (rid,) in st.db.execute("SELECT id FROM runs").fetchall()],
     ),
+    # 5: incomplete, the mark of a run the store holds only part of: the path of the results file
+    #    it is stored from while it runs, kept when its store fails mid-run (a server stopped, a
+    #    full disk) and cleared once the store holds every record of that file (the run's end,
+    #    `import`, `push` from a store that holds it whole). NULL: whole. Earlier runs count as whole.
+    ("ALTER TABLE runs ADD COLUMN incomplete TEXT",),
 ]
 SCHEMA = len(MIGRATIONS)
-RUN_COLUMNS = "id, started, machine, arraybench_version, environment, settings, header"
+RUN_COLUMNS = "id, started, machine, arraybench_version, environment, settings, header, incomplete"
 CASE_COLUMNS = "run_id, seq, case_id, record, backend, mode, status, figures"
 
 
@@ -130,6 +136,8 @@ class RunSummary:
     backends: tuple[str, ...]
     cases: int
     failed: int
+    planned: Planned | None = None  # how many of its planned cases the store holds; None: not recorded
+    incomplete: str | None = None  # the results file it is stored in part from (migration 5); None: whole
 
 
 class Database(Protocol):
@@ -304,8 +312,9 @@ class Store:
                         self.db.execute(sql)
                 self.db.set_version(current + 1)
 
-    def add_run(self, header: dict[str, Any]) -> str:
-        """Register a run by its results-file header (again is a no-op); returns its id."""
+    def add_run(self, header: dict[str, Any], incomplete: str | None = None) -> str:
+        """Register a run by its results-file header (again is a no-op); returns its id.
+        `incomplete`: its results file, while the store holds only part of it (migration 5)."""
         rid = run_id(header)
         env = header.get("environment", {})
         rest = {k: v for k, v in header.items() if k not in ("type", "environment", "settings")}
@@ -313,12 +322,20 @@ class Store:
         with self.db.transaction():
             self._insert_run((rid, str(header.get("started", "")), environment.fingerprint(env),
                               header.get("arraybench_version"), _dumps(env), _dumps(header.get("settings", {})),
-                              _dumps(rest)))
+                              _dumps(rest), incomplete))
         return rid
 
     def _insert_run(self, row: Sequence[Any]) -> None:
-        self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                        row)
+        self.db.execute(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (id) DO NOTHING", row)
+
+    def incomplete(self, rid: str) -> str | None:
+        """The results file that run `rid` is stored in part from; None when the store holds it whole."""
+        row = self.db.execute("SELECT incomplete FROM runs WHERE id = ?", (rid,)).fetchone()
+        return None if row is None else row[0]
+
+    def _mark(self, rid: str, incomplete: str | None) -> None:
+        self.db.execute("UPDATE runs SET incomplete = ? WHERE id = ?", (incomplete, rid))
 
     def add_record(self, rid: str, record: CaseRecord) -> None:
         with self.db.transaction():
@@ -333,20 +350,26 @@ class Store:
         if rows:
             self.db.executemany(f"INSERT INTO cases ({CASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
-    def add_results(self, results: Results) -> tuple[str, int]:
+    def add_results(self, results: Results, *, running: bool = False) -> tuple[str, int]:
         """Store a results file's run and whichever of its records the store lacks.
 
         A stored run's records are always a prefix of its file's (both are appended in the
         same order), so importing twice, or resuming a run that was stored only in part,
-        adds exactly the missing tail. Returns the run id and how many records were added.
+        adds exactly the missing tail. The store then holds the whole file: the run's
+        incomplete mark is cleared and its figures filled, unless it is `running` (its file
+        still grows), when it is marked with the file's path instead. Returns the run id and
+        how many records were added.
         """
-        rid = self.add_run(results.header)
+        mark = str(Path(results.path or "results.jsonl").resolve()) if running else None
+        rid = self.add_run(results.header, mark)
         with self.db.transaction():
             self.db.lock_run(rid)
-            have = self._count(rid)
+            have, was = self._count(rid), self.incomplete(rid)
             self._insert_cases([_case_row(rid, seq, rec) for seq, rec in enumerate(results.records) if seq >= have])
-            if len(results.records) > have:  # the store now holds exactly the file's records
-                self.fill_figures(rid, results)
+            if not running and (len(results.records) > have or was is not None):
+                # From the file when the store now holds exactly its records, else as stored.
+                self.fill_figures(rid, results if have <= len(results.records) else None)
+            self._mark(rid, mark)
         return rid, max(0, len(results.records) - have)
 
     def fill_figures(self, rid: str, results: Results | None = None) -> int:
@@ -380,8 +403,10 @@ class Store:
         row = source.db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (rid,)).fetchone()
         total = source._count(rid)
         with self.db.transaction():
-            self._insert_run(tuple(row))
+            self._insert_run(tuple(row))  # a new copy carries the source's incomplete mark
             self.db.lock_run(rid)
+            if row[-1] is None:  # incomplete, RUN_COLUMNS' last: the source holds the run whole, and so will this
+                self._mark(rid, None)
             have = self._count(rid)
             rows = source.db.execute(f"SELECT {CASE_COLUMNS} FROM cases WHERE run_id = ? AND seq >= ? ORDER BY seq",
                                      (rid, have)).fetchall()
@@ -392,17 +417,20 @@ class Store:
         return len(rows), total
 
     def runs(self) -> list[RunSummary]:
-        """Every run, oldest first; a case a resumed run retried counts once, by its last record."""
+        """Every run, oldest first; a case a resumed run retried counts once, by its last record.
+        Each says how many of its planned cases the store holds, and whether it is marked incomplete."""
         latest: dict[str, dict[str, tuple[str, str]]] = {}
         for rid, case_id, backend, status in self.db.execute(
                 "SELECT run_id, case_id, backend, status FROM cases ORDER BY run_id, seq"):
             latest.setdefault(rid, {})[case_id] = (backend, status)
         out = []
         # Ordered here, not by SQL: PostgreSQL sorts text by the database's collation, SQLite by code point.
-        for started, rid, machine in sorted(self.db.execute("SELECT started, id, machine FROM runs")):
+        for started, rid, machine, rest, incomplete in sorted(
+                self.db.execute("SELECT started, id, machine, header, incomplete FROM runs")):
             cases = latest.get(rid, {}).values()
             out.append(RunSummary(rid, started, machine, tuple(sorted({b for b, _ in cases})), len(cases),
-                                  sum(status in FAILED for _, status in cases)))
+                                  sum(status in FAILED for _, status in cases),
+                                  Planned.of(json.loads(rest), len(cases)), incomplete))
         return out
 
     def resolve(self, ref: str) -> str:
@@ -488,33 +516,77 @@ def default_store() -> str:
     return value
 
 
-def recording(store: str | os.PathLike[str], results_path: Path,
-              then: Callable[[CaseRecord], None]) -> Callable[[CaseRecord], None]:
-    """Wrap a run's per-record callback so that each record also lands in the store.
+@dataclass(frozen=True)
+class StoredRun:
+    """How much of a run reached its results store by the run's end: `cases` of the results
+    file's `total` (distinct cases); `error` says why the rest did not."""
 
-    The run is registered (with any records its file already holds, when resuming) before
-    the first case. Should the store fail mid-run, the results file stays complete: a warning
-    says how to store it later, and the run goes on.
+    store: str  # as it may be printed (redact)
+    run_id: str
+    results_path: Path
+    cases: int
+    total: int
+    error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None
+
+    def __str__(self) -> str:
+        if self.complete:
+            return f"stored as run {self.run_id} in {self.store}"
+        fix = f"`arraybench import {self.results_path} --store {self.store}`"
+        if self.cases == self.total:  # the store failed after the last record, before the mark was cleared
+            return (f"stored every case of run {self.run_id} in {self.store}, but it stays marked incomplete there "
+                    f"({self.error}) until {fix}")
+        return (f"stored only {self.cases} of {self.total} cases of run {self.run_id} in {self.store} ({self.error}); "
+                f"it is marked incomplete there until {fix} stores the rest")
+
+
+class Recording:
+    """A run's per-record callback that also adds each record to a store as it lands.
+
+    The run is registered (with any records its file already holds, when resuming) before the
+    first case, marked incomplete while it runs. Should the store fail mid-run, the results file
+    stays complete: a warning says how to store it later, and the run goes on. `finish` tries once
+    more to store whatever the store lacks, and clears the mark only when the store holds it all.
     """
-    with Store(store) as st:
-        rid, _ = st.add_results(load_results(results_path))
-        errors: tuple[type[Exception], ...] = (UsageError, *st.errors)
-    broken = False
 
-    def on_record(rec: CaseRecord) -> None:
-        nonlocal broken
-        if not broken:
+    def __init__(self, store: str | os.PathLike[str], results_path: Path, then: Callable[[CaseRecord], None]) -> None:
+        self.store, self.results_path, self.then = store, results_path, then
+        results = load_results(results_path)
+        with Store(store) as st:
+            self.run_id, _ = st.add_results(results, running=True)
+            self.errors: tuple[type[Exception], ...] = (UsageError, *st.errors)
+        self.stored = len(results.records)  # records the store holds: a prefix of the file's
+        self.error: str | None = None
+
+    def __call__(self, rec: CaseRecord) -> None:
+        if self.error is None:
             try:
-                with Store(store) as st:
-                    st.add_record(rid, rec)
-            except errors as e:
-                broken = True
-                print(f"arraybench: warning: stopped storing run {rid} in {redact(store)}: {one_line(e)}; the results "
-                      f"file is complete, `arraybench import {results_path} --store {redact(store)}` stores it later",
-                      file=sys.stderr)
-        then(rec)
+                with Store(self.store) as st:
+                    st.add_record(self.run_id, rec)
+                self.stored += 1
+            except self.errors as e:
+                self.error = one_line(e)
+                print(f"arraybench: warning: stopped storing run {self.run_id} in {redact(self.store)}: {self.error}; "
+                      f"the results file is complete, `arraybench import {self.results_path} --store "
+                      f"{redact(self.store)}` stores it later", file=sys.stderr)
+        self.then(rec)
 
-    return on_record
+    def finish(self) -> StoredRun:
+        """At the run's end (or its interruption): store what the store lacks, fill the run's figures
+        and clear its incomplete mark; or, where the store still fails, say how much it holds."""
+        results = load_results(self.results_path)
+        try:
+            with Store(self.store) as st:
+                st.add_results(results)
+            return StoredRun(redact(self.store), self.run_id, self.results_path, len(results.latest()),
+                             len(results.latest()))
+        except self.errors as e:
+            held = len({r.id for r in results.records[:self.stored]})
+            return StoredRun(redact(self.store), self.run_id, self.results_path, held, len(results.latest()),
+                             one_line(e))
 
 
 def load(ref: str | os.PathLike[str], store: str | os.PathLike[str] | None = None) -> Results:

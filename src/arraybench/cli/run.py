@@ -30,7 +30,7 @@ from arraybench.execution.parent import Runner
 from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.report import publish
 from arraybench.results import FAILED, load_results
-from arraybench.run_ids import new_run_id, run_id
+from arraybench.run_ids import new_run_id
 from arraybench.settings import (
     RunSettings,
     default_threads,
@@ -39,8 +39,7 @@ from arraybench.settings import (
     run_settings,
     sampling,
 )
-from arraybench.store import DEFAULT_PATH
-from arraybench.store_pg import redact
+from arraybench.store import DEFAULT_PATH, StoredRun
 from arraybench.suites import SUITES
 from arraybench.units import format_size
 
@@ -191,6 +190,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out_dir = Path(args.resume or args.output_dir or RESULTS_ROOT / str(rid))
     settings = None if args.resume else settings_from_args(args)
     store = store_path(args)
+    stored: list[StoredRun] = []  # how much of the run its store holds, told at the run's end
 
     try:
         with sigterm_as_interrupt(), terminal.progress_display() as show_progress:
@@ -202,7 +202,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 return show_progress(n)
 
             results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
-                                      store=store, make_runner=runner_from_args(args), run_id=rid)
+                                      store=store, make_runner=runner_from_args(args), run_id=rid,
+                                      on_stored=stored.append)
     except KeyboardInterrupt as e:
         what = "terminated" if isinstance(e, Terminated) else "interrupted"
         left = usage(session.cache_dir(out_dir))
@@ -210,11 +211,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                  f"{session.cache_dir(out_dir)} for it (delete it to free the space)") if left else ""
         print(f"\narraybench: {what}; {kept_work(out_dir)} kept in {out_dir / 'results.jsonl'}\n"
               f"resume with: arraybench run --resume {out_dir}{cache}", file=sys.stderr)
+        for s in stored:
+            if not s.complete:  # resuming stores the rest too
+                print(f"arraybench: {s}", file=sys.stderr)
         return EXIT_TERMINATED if isinstance(e, Terminated) else EXIT_INTERRUPTED
     records = list(results.latest().values())
     publish([results], out_dir, terminal.table_renderer(sys.stdout))
-    if store is not None:
-        print(f"stored as run {run_id(results.header)} in {redact(store)}", file=sys.stderr)
+    for s in stored:
+        print(s if s.complete else f"arraybench: warning: {s}", file=sys.stderr)
     failed = [r for r in records if r["status"] in FAILED]
     if failed:
         print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",

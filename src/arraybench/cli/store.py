@@ -16,9 +16,9 @@ from arraybench.errors import UsageError
 from arraybench.report.model import run_views
 from arraybench.report.table import render_markdown, tables
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
-from arraybench.results import Results, ResultsWriter, atomic_write_text, flat_record, load_results
+from arraybench.results import Results, ResultsWriter, atomic_write_text, being_written, flat_record, load_results
 from arraybench.run_ids import run_id
-from arraybench.store import STORE_ENV, Store, default_store, load
+from arraybench.store import STORE_ENV, RunSummary, Store, default_store, load
 from arraybench.store_pg import redact
 
 # The store every command uses when --store is not given: over [tool.arraybench]'s `store`, under --store.
@@ -88,10 +88,25 @@ def cmd_history(args: argparse.Namespace) -> int:
         print(formats.render_rows([dataclasses.asdict(r) for r in runs], args.format), end="")
         return EXIT_OK
     header = ["run", "started", "machine", "backends", "cases"]
-    rows = [[r.id, r.started, r.machine, ",".join(r.backends),
-             f"{r.cases}" + (f" ({r.failed} failed)" if r.failed else "")] for r in runs]
+    rows = [[r.id, r.started, r.machine, ",".join(r.backends), cases_cell(r)] for r in runs]
     terminal.print_table(header, rows)
+    partial = [r for r in runs if r.incomplete is not None]
+    if partial:
+        print(f"\nstored in part (still running, or its store failed mid-run); on its machine, "
+              f"`arraybench import FILE --store {redact(args.store)}` stores the rest:")
+        for r in partial:
+            print(f"  {r.id}: {r.incomplete}")
     return EXIT_OK
+
+
+def cases_cell(r: RunSummary) -> str:
+    """A run's cases in `history`: how many, of how many planned, failed, and whether stored in part."""
+    notes = [f"{r.failed} failed"] if r.failed else []
+    if r.incomplete is not None:
+        notes.append("stored in part")
+    held = f"{r.cases} of {r.planned.planned} planned" if r.planned is not None and not r.planned.complete \
+        else str(r.cases)
+    return held + (f" ({', '.join(notes)})" if notes else "")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -156,8 +171,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         for res in loaded:
             for w in res.warnings:
                 print(f"arraybench: warning: {w}", file=sys.stderr)
-            rid, added = st.add_results(res)
-            print(f"{res.path}: run {rid}, {added} of {len(res.records)} cases added")
+            # A run still writing its file is stored in part however much is imported now.
+            running = res.path is not None and being_written(res.path)
+            was = st.incomplete(run_id(res.header))
+            rid, added = st.add_results(res, running=running)
+            state = ("; its run is still writing it, so it stays marked incomplete" if running
+                     else "; the run is whole in the store now" if was is not None else "")
+            print(f"{res.path}: run {rid}, {added} of {len(res.records)} cases added{state}")
     return EXIT_OK
 
 
@@ -181,7 +201,10 @@ def copy_runs(refs: list[str], source: str, dest: str, done: str) -> int:
         with Store(dest) as dst:
             for rid in rids:
                 added, total = dst.copy_from(src, rid)
-                print(f"run {rid}: {added} of {total} cases {done}")
+                partial = dst.incomplete(rid)
+                print(f"run {rid}: {added} of {total} cases {done}"
+                      + (f"; stored in part (`arraybench import {partial}` on its machine stores the rest)"
+                         if partial is not None else ""))
     return EXIT_OK
 
 

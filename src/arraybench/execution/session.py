@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from arraybench import __version__, environment, peaks, refine, run_ids
+from arraybench import __version__, environment, peaks, refine
 from arraybench.case import Case
 from arraybench.devices import kind_of
 from arraybench.errors import UsageError
@@ -21,8 +20,7 @@ from arraybench.record import CaseRecord
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.run_ids import new_run_id
 from arraybench.settings import RunSettings
-from arraybench.store import Store, recording
-from arraybench.store_pg import one_line, redact
+from arraybench.store import Recording, Store, StoredRun
 
 
 class CaseRunner(Protocol):
@@ -90,12 +88,14 @@ def execute(
     store: str | os.PathLike[str] | None = None,
     make_runner: Callable[..., CaseRunner] = Runner,
     run_id: str | None = None,
+    on_stored: Callable[[StoredRun], None] = lambda stored: None,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
     `on_start(number of cases)` returns the per-record callback (the progress bar). On Ctrl-C
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
-    already on disk. With `store`, each record is also added to that results store as it lands.
+    already on disk. With `store`, each record is also added to that results store as it lands,
+    and `on_stored` hears how much of the run the store holds at the end (or the interruption).
     `make_runner(writer, config, on_record=...)` is Runner, or cluster.ClusterRunner with its target
     bound, which runs the cases on Dask workers.
     `run_id` names a new run (the CLI names its output directory after it).
@@ -115,7 +115,8 @@ def execute(
         Store(store).close()  # an unusable --store fails here, before the results file exists
     writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)
     progress = on_start(len(todo))
-    on_record = progress if store is None else recording(store, writer.path, progress)
+    recording = None if store is None else Recording(store, writer.path, progress)
+    on_record = progress if recording is None else recording
     extra: dict[str, Any] = {}
     if make_runner is Runner:  # the local runner measures each case in several processes
         extra["partial"] = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
@@ -129,32 +130,11 @@ def execute(
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
     finally:
         writer.close()
-        if store is not None:
-            store_figures(store, writer.path)
+        if recording is not None:
+            on_stored(recording.finish())
     # Kept after an interruption, for --resume (the CLI says how much it holds).
     shutil.rmtree(cache_dir(out_dir), ignore_errors=True)
     return load_results(out_dir)
-
-
-def store_figures(store: str | os.PathLike[str], results_path: Path) -> None:
-    """Write the run's derived figures into the store once its records are in (also after an
-    interruption: a resume fills them again). A store that fails says so and loses nothing: the
-    records are in the results file, and in the store as far as it went."""
-    def warn(e: Exception) -> None:
-        print(f"arraybench: warning: the run's figures were not stored in {redact(store)}: {one_line(e)}",
-              file=sys.stderr)
-
-    try:
-        st = Store(store)
-    except UsageError as e:
-        return warn(e)
-    errors: tuple[type[Exception], ...] = (UsageError, *st.errors)
-    with st:
-        try:
-            with st.db.transaction():
-                st.fill_figures(run_ids.run_id(load_results(results_path).header))
-        except errors as e:
-            warn(e)
 
 
 def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:
