@@ -24,6 +24,9 @@ class Case:
     device: str = "cpu"
     # Set for user workloads: the file that defines `workload`, so a worker can import it.
     source: str | None = field(default=None, compare=False)
+    # The Python environment (`--env NAME:SPEC`) whose interpreter and frameworks measure it; "" for
+    # a run in one environment. Part of the id, after the spec's: `...@NAME` (base_id drops it).
+    env: str = ""
 
     @property
     def params_dict(self) -> dict[str, Any]:
@@ -43,7 +46,7 @@ class Case:
         }
         digest = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
         where = f"{self.backend}-{self.mode}/{self.dtype}/{self.device}/t{self.threads}"
-        return f"{self.workload}[{self.label_params}]/{where}/{digest}"
+        return f"{self.workload}[{self.label_params}]/{where}/{digest}" + (f"@{self.env}" if self.env else "")
 
     @property
     def label_params(self) -> str:
@@ -65,4 +68,11 @@ class Case:
             threads=int(d["threads"]),
             device=d.get("device", "cpu"),
             source=d.get("source"),
+            env=d.get("env") or "",
         )
+
+
+def base_id(case_id: str, env: str | None) -> str:
+    """The id of a case without its environment: the same computation in every `--env` of a run."""
+    suffix = f"@{env}" if env else ""
+    return case_id[: -len(suffix)] if suffix and case_id.endswith(suffix) else case_id

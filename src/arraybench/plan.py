@@ -23,6 +23,10 @@ def build_plan(s: RunSettings) -> list[Case]:
     report says why; combinations with neither an implementation nor a reason are left out.
     """
     s.validate()
+    if s.envs:  # the same plan in each environment, its cases told apart by `@NAME`
+        names = [spec.name for spec in s.env_specs()]
+        one = build_plan(replace(s, envs=[], env_vars=[]))
+        return [replace(c, env=name) for c in one for name in names]
     if s.suite is not None:
         return suite_plan(s, s.suite)
     workloads = chosen_workloads(s)

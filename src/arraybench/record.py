@@ -112,8 +112,8 @@ class CaseRecord(Mapping[str, Any]):
     """The result of one case: its spec, status, raw samples, statistics, check and where it ran."""
 
     # What was measured (Case.to_dict, plus the id and size).
-    id: str = described("", "stable id of the case spec (workload, params, backend, mode, dtype, device, threads): "
-                         "the key for `--resume` and `compare`", default="", required=True)
+    id: str = described("", "stable id of the case spec (workload, params, backend, mode, dtype, device, threads, "
+                         "and `@ENV` in a run of several environments): the key for `--resume` and `compare`", default="", required=True)
     workload: str = described("", "the workload", default="", required=True)
     params: dict[str, Any] = described("", "all the workload's parameters", default=None, required=True)
     backend: str = described("", "the framework", default="", required=True)
@@ -126,6 +126,9 @@ class CaseRecord(Mapping[str, Any]):
                                                  "single-device workload; `null` for a `KIND:all` case that never "
                                                  "reached its framework", default=1)
     source: str | None = described("", "for user workloads, the file that defines it; otherwise `null`")
+    env: str | None = described("", "the Python environment (`--env NAME`) that measured it, whose interpreter "
+                                    "and framework versions the header's `environments` gives; `null` for a run "
+                                    "in one environment (the id then has no `@NAME`)")
     size: Any = described("", "the value of the workload's size parameter (the x axis of tables and plots)")
     # What happened.
     status: str = described("", "`ok`, `wrong` (ran, failed its check), `error` (raised), `timeout` (past `--timeout`, "
@@ -258,7 +261,7 @@ class CaseRecord(Mapping[str, Any]):
         return cls(id=spec["id"], workload=spec["workload"], params=params, backend=spec["backend"],
                    mode=spec["mode"], dtype=spec["dtype"], threads=spec["threads"],
                    device=spec.get("device", "cpu"), n_devices=device_count(spec.get("device", "cpu")),
-                   source=spec.get("source"), size=size,
+                   source=spec.get("source"), env=spec.get("env") or None, size=size,
                    status=status, error=error)
 
     @classmethod

@@ -83,6 +83,20 @@ class RunSettings:
     cache_limit: int = DEFAULT_CACHE_LIMIT
     # One memory layout for every process: intervals then leave out what layout moves (parent.RunConfig).
     fixed_layout: bool = False
+    # Python environments measured side by side (`--env NAME:SPEC`, envs/spec.py), their processes
+    # interleaved in the same rounds; empty: this interpreter alone. `env_vars`: `--env-var NAME:VAR=VALUE`.
+    envs: list[str] = field(default_factory=list)
+    env_vars: list[str] = field(default_factory=list)
+
+    def env_specs(self) -> list[Any]:
+        """The parsed `envs` (envs.spec.EnvSpec each); a bad one is a UsageError."""
+        if not self.envs:
+            if self.env_vars:
+                raise UsageError("--env-var sets a variable for one --env; give the --env it names")
+            return []
+        from arraybench.envs.spec import parse_envs  # imports packaging: only where --env is given
+
+        return parse_envs(self.envs, self.env_vars)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,6 +127,7 @@ class RunSettings:
             raise UsageError(f"--timeout must be positive, not {self.timeout}")
         if self.refine < 0:
             raise UsageError(f"--refine must be 0 or more rounds, not {self.refine}")
+        self.env_specs()
 
 
 def sampling(suite: str | None, default_suite: bool, given: dict[str, Any]) -> TimerConfig:
@@ -153,6 +168,8 @@ def run_settings(
     full_check: bool = False,
     cache_limit: int | None = None,
     fixed_layout: bool = False,
+    envs: Sequence[str] | None = None,
+    env_vars: Sequence[str] | None = None,
 ) -> RunSettings:
     """The settings of a run, from plain values: `arraybench run` and `arraybench.run()` both call this.
 
@@ -188,4 +205,6 @@ def run_settings(
         full_check=full_check,
         cache_limit=defaults.cache_limit if cache_limit is None else cache_limit,
         fixed_layout=fixed_layout,
+        envs=list(envs or []),
+        env_vars=list(env_vars or []),
     )

@@ -37,12 +37,22 @@ def thread_env(threads: int) -> dict[str, str]:
     }
 
 
-def child_env(settings: dict[str, str]) -> dict[str, str]:
+def child_env(settings: dict[str, str], foreign: bool = False) -> dict[str, str]:
     """Environment for a child process: ours, plus `settings`, with this arraybench first on
-    PYTHONPATH so the child imports the same code as its parent (a source tree, a worktree)."""
+    PYTHONPATH so the child imports the same code as its parent (a source tree, a worktree).
+
+    A `foreign` child runs another Python environment's interpreter (`--env`): our import path
+    and home would hand it this environment's frameworks, so it gets neither, and this
+    arraybench's source only where that is a checkout, not a directory of installed packages."""
     env = {**os.environ, **settings}
-    src = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
+    src = Path(__file__).resolve().parents[2]
+    if foreign:
+        for name in ("PYTHONPATH", "PYTHONHOME"):
+            env.pop(name, None)
+        if (src / "arraybench").is_dir() and src.name == "src" and (src.parent / "pyproject.toml").is_file():
+            env["PYTHONPATH"] = str(src)
+        return env
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
     return env
 
 

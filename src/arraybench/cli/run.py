@@ -103,6 +103,13 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--fixed-layout", action="store_true",
                      help="one memory layout for every process: no random input offsets or heap and environment "
                           "pads (the intervals then leave out what layout moves; the report says so)")
+    run.add_argument("--env", action="append", metavar="NAME:SPEC", dest="envs",
+                     help="measure the plan in this Python environment too, interleaved with the others in "
+                          "the same rounds (repeat it): NAME:REQUIREMENTS built with uv and cached (old:jax==0.9.2, "
+                          "np23:'numpy==2.3.5 numba'), NAME:@PYTHON an interpreter, NAME: this one; then "
+                          "`compare RUN@OLD RUN@NEW` (docs/environments.md)")
+    run.add_argument("--env-var", action="append", metavar="NAME:VAR=VALUE", dest="env_vars",
+                     help="set VAR for environment NAME's workers only (repeat it)")
     run.add_argument("--cache-limit", type=memory_size,
                      help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
                           "until it completes (default 2G)")
@@ -158,6 +165,8 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         full_check=args.full_check,
         cache_limit=args.cache_limit,
         fixed_layout=args.fixed_layout,
+        envs=args.envs,
+        env_vars=args.env_vars,
     )
 
 

@@ -19,7 +19,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,13 +37,21 @@ from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
 from arraybench.units import format_seconds, format_size
 
-WorkerKey = tuple[str, int, str, str]  # backend, threads, dtype, device
+WorkerKey = tuple[str, int, str, str, str]  # backend, threads, dtype, device, environment
 STARTUP_TIMEOUT = 180.0
 
 
 def worker_key(case: Case) -> WorkerKey:
-    """The configuration whose worker runs `case`: one per backend, threads, dtype and device."""
-    return (case.backend, case.threads, case.dtype, case.device)
+    """The configuration whose worker runs `case`: one per backend, threads, dtype, device and environment."""
+    return (case.backend, case.threads, case.dtype, case.device, case.env)
+
+
+@dataclass(frozen=True)
+class WorkerEnv:
+    """A Python environment of the run (`--env`) as its workers are started: its interpreter, its variables."""
+
+    python: str
+    variables: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,17 +76,28 @@ class RunConfig:
     # One memory layout for every process (--fixed-layout): no random heap and environment pads, no
     # random input offsets; the intervals then do not include what layout moves.
     fixed_layout: bool = False
+    # The run's environments by name (`--env`, envs/); a case of env "" runs in this interpreter.
+    envs: Mapping[str, WorkerEnv] = field(default_factory=dict)
+
+    def python(self, env: str) -> str:
+        """The interpreter a worker of environment `env` runs."""
+        return self.envs[env].python if env else sys.executable
 
 
-def worker_env(case: Case, fixed_layout: bool = False) -> dict[str, str]:
+def worker_env(case: Case, fixed_layout: bool = False, env: WorkerEnv | None = None) -> dict[str, str]:
     """The worker's environment: ours, plus the backend's settings, plus our own import path, plus
     (unless `fixed_layout`) a pad of random length, 0-4095 bytes, that moves the worker's stack
-    (the environment sits above it), as Mytkowicz et al. found an environment's size to move times."""
+    (the environment sits above it), as Mytkowicz et al. found an environment's size to move times.
+    A worker of another Python environment (`env`) gets its `--env-var` variables, and none of
+    ours that would point its interpreter at this one's packages."""
     be = backend_class(case.backend)(case.threads, case.dtype, case.device)
-    env = child_env({**be.env(), "PYTHONUNBUFFERED": "1", LAYOUT_PAD_VAR: "x" * secrets.randbelow(4096)})
+    settings = {**be.env(), "PYTHONUNBUFFERED": "1", LAYOUT_PAD_VAR: "x" * secrets.randbelow(4096)}
+    if env is not None:
+        settings.update(env.variables)
+    env_ = child_env(settings, foreign=env is not None and env.python != sys.executable)
     if fixed_layout:
-        del env[LAYOUT_PAD_VAR]
-    return env
+        del env_[LAYOUT_PAD_VAR]
+    return env_
 
 
 def signal_name(returncode: int | None) -> str:
@@ -107,12 +126,13 @@ class Worker:
         self.key = worker_key(case)
         self.config = config
         config.log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = config.log_dir / f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}.log"
+        self.log_path = config.log_dir / (f"worker-{case.backend}-{case.device}-{case.dtype}-t{case.threads}"
+                                          + (f"-{case.env}" if case.env else "") + ".log")
         self._log = self.log_path.open("ab")
         # Replacement workers append to the same log; a death is explained by this one's lines.
         self._log_start = self._log.tell()
         cmd = [
-            sys.executable, "-m", "arraybench.execution.child",
+            config.python(case.env), "-m", "arraybench.execution.child",
             "--backend", case.backend, "--threads", str(case.threads),
             "--dtype", case.dtype, "--device", case.device, "--parent", str(os.getpid()),
         ]
@@ -129,7 +149,7 @@ class Worker:
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            env=worker_env(case, config.fixed_layout), start_new_session=True,
+            env=worker_env(case, config.fixed_layout, config.envs.get(case.env)), start_new_session=True,
         )
         self._buf = b""
         self.info: dict[str, Any] | None = None
@@ -425,7 +445,8 @@ class WorkerPool:
 
 def progress_label(rec: Mapping[str, Any]) -> str:
     """How progress names a case: workload[size] backend-mode, and its device (cpu and cpu:2 are two cases)."""
-    return f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']} on {rec.get('device') or 'cpu'}"
+    env = f" @{rec['env']}" if rec.get("env") else ""  # --env: the same case in each environment
+    return f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']} on {rec.get('device') or 'cpu'}{env}"
 
 
 class Progress:

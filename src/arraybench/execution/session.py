@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ from arraybench import __version__, environment, peaks, refine
 from arraybench.case import Case
 from arraybench.devices import kind_of
 from arraybench.errors import UsageError
-from arraybench.execution.parent import Progress, RunConfig, Runner
+from arraybench.execution.parent import Progress, RunConfig, Runner, WorkerEnv
 from arraybench.plan import build_plan
 from arraybench.record import CaseRecord
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
@@ -34,14 +35,35 @@ def cache_dir(out_dir: Path) -> Path:
     return out_dir / "cache"
 
 
-def run_config(settings: RunSettings, out_dir: Path) -> RunConfig:
-    """What the run's children are started and asked with; their logs and shared cache in `out_dir`."""
+def run_config(settings: RunSettings, out_dir: Path, envs: dict[str, Any] | None = None) -> RunConfig:
+    """What the run's children are started and asked with; their logs and shared cache in `out_dir`;
+    `envs`, the prepared environments of `--env` (prepare_envs), by name."""
+    workers = {name: WorkerEnv(str(e.python), tuple(sorted(e.variables.items()))) for name, e in (envs or {}).items()}
     return RunConfig(settings.timer, settings.seed, settings.timeout, out_dir / "logs", settings.memory_limit,
                      cache_dir=cache_dir(out_dir), cache_limit=settings.cache_limit, full_check=settings.full_check,
-                     fixed_layout=settings.fixed_layout)
+                     fixed_layout=settings.fixed_layout, envs=workers)
 
 
-def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None) -> dict[str, Any]:
+def prepare_envs(settings: RunSettings) -> dict[str, Any]:
+    """The run's `--env` environments made ready (built with uv or reused from the cache), by name;
+    each build's progress goes to stderr. None given: none."""
+    specs = settings.env_specs()
+    if not specs:
+        return {}
+    from arraybench.envs import prepare
+
+    return prepare(specs, lambda line: print(f"arraybench: env: {line}", file=sys.stderr, flush=True))
+
+
+def environments_header(envs: dict[str, Any], settings: RunSettings) -> dict[str, Any]:
+    """What the header says of each environment: its spec, interpreter, frameworks' versions and variables."""
+    specs = {s.name: s for s in settings.env_specs()}
+    return {name: {"spec": specs[name].describe(), "python": str(e.python), "versions": e.versions,
+                   "variables": e.variables} for name, e in envs.items()}
+
+
+def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None,
+               envs: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "run_id": run_id or new_run_id(),
@@ -53,6 +75,7 @@ def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None)
                         "peaks": peaks.measure(settings.threads,
                                                gpu=any(kind_of(d) == "gpu" for d in settings.devices))},
         "plan_size": plan_size,
+        **({"environments": environments_header(envs, settings)} if envs else {}),
     }
 
 
@@ -110,7 +133,8 @@ def execute(
         raise ValueError("execute() needs settings unless it resumes")
     plan = build_plan(settings)
     todo = [c for c in plan if c.id not in done]
-    header = None if resume else new_header(settings, len(plan), run_id)
+    envs = prepare_envs(settings)
+    header = None if resume else new_header(settings, len(plan), run_id, envs)
     if store is not None:
         Store(store).close()  # an unusable --store fails here, before the results file exists
     writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)
@@ -124,7 +148,7 @@ def execute(
             progress.processes = settings.timer.processes
             progress.resumed(extra["partial"])
             extra["on_replicate"] = progress.replicate
-    runner = make_runner(writer, run_config(settings, out_dir), on_record=on_record, **extra)
+    runner = make_runner(writer, run_config(settings, out_dir, envs), on_record=on_record, **extra)
     try:
         runner.run(todo)
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
