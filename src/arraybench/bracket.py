@@ -20,6 +20,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
+
+from arraybench.measurement import Measurement
 
 # Two measured sizes at most this far apart bound a crossover tightly enough to act on.
 MAX_RATIO = 2.0
@@ -35,6 +38,11 @@ class Point:
     median: float
     low: float
     high: float
+
+    def times(self, factor: float) -> Point:
+        """The same point `factor` times slower, interval and all: whether one case is more than
+        `factor` times faster than another is `side` of it scaled by `factor` against the other."""
+        return Point(self.size, self.median * factor, self.low * factor, self.high * factor)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,26 @@ def side(a: Point, b: Point) -> int:
     if b.high < a.low:
         return 1
     return 0
+
+
+def point(r: Mapping[str, Any]) -> Point:
+    """A case (its report view or its record) as a point: its size, median and 95 % interval. A
+    record written without an interval gets its samples' (as its report view does); one without
+    samples either, an unbounded one: it decides nothing."""
+    if r.get("ci_low_s"):
+        return Point(r["size"], r["median_s"], r["ci_low_s"], r["ci_high_s"])
+    samples = r.get("samples_s")
+    low, high = r.get("ci95_s") or (Measurement(tuple(samples)).ci95 if samples else (0.0, math.inf))
+    return Point(r["size"], r["median_s"], low, high)
+
+
+def order(a: Mapping[str, Any], b: Mapping[str, Any], factor: float = 1.0) -> int:
+    """`side` of two cases: -1 where `a` is more than `factor` times faster than `b` beyond noise
+    (faster, at the default 1), +1 where it is less than that beyond noise, 0 where their 95 %
+    intervals cannot tell. Every claim the report makes about one case against another (fastest,
+    ahead by, a crossover, vmap against the loop, one device count against another, a speedup beyond
+    what the hardware allows) is decided here."""
+    return side(point(a).times(factor), point(b))
 
 
 def _gap_sign(a: Point, b: Point) -> int:

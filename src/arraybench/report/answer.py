@@ -10,9 +10,9 @@ from typing import Any
 from arraybench import bracket
 from arraybench.devices import kind_of
 from arraybench.report import bound, devices
-from arraybench.report.crossovers import Crossover, point
+from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData
-from arraybench.report.table import size_text
+from arraybench.report.table import listed, size_text
 from arraybench.units import format_seconds
 
 # A per-call cost is worth naming when it is at least this many times the fastest call at that size.
@@ -126,7 +126,7 @@ def _ahead(data: ReportData, best: Mapping[str, Any], other: Mapping[str, Any]) 
 
 def _tie(best: Mapping[str, Any], other: Mapping[str, Any]) -> str:
     """'within noise' or 'within 0.5 %' where `best` is not ahead of `other` beyond either; else ''."""
-    if bracket.side(point(best), point(other)) != -1:
+    if bracket.order(best, other) != -1:
         return "within noise"
     if other["median_s"] / best["median_s"] < TIED_BELOW:
         return f"within {100 * (TIED_BELOW - 1):g} %"
@@ -165,36 +165,102 @@ def _ratio(x: float) -> str:
     return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
 
 
+def _leader(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> str | None:
+    """The fastest backend·mode at one size where it is ahead of the runner-up beyond noise; None
+    where no one is."""
+    if len(ranked) > 1 and bracket.order(ranked[0], ranked[1]) != -1:
+        return None
+    return data.label(ranked[0])
+
+
+def _tied(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The fastest by the medians at one size and every backend·mode within noise of it."""
+    return [data.label(r) for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
+
+
 def _verdict(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]], complete: set[Any],
              found: list[Crossover]) -> str:
+    """Who is fastest where, by how much, and where that changes; where no one is ahead beyond noise,
+    which backend·modes are within noise of each other there, never a side."""
     sizes = [s for s in _sizes(recs) if s in complete] or _sizes(recs)
-    runs: list[tuple[str, list[Any]]] = []  # the fastest backend·mode and the sizes where it leads
+    runs: list[tuple[str | None, list[Any]]] = []  # the leader (None: no one beyond noise) and its sizes
     for s in sizes:
-        label = data.label(_at(recs, s)[0])
-        if runs and runs[-1][0] == label:
+        who = _leader(data, _at(recs, s))
+        if runs and runs[-1][0] == who:
             runs[-1][1].append(s)
         else:
-            runs.append((label, [s]))
+            runs.append((who, [s]))
+    runs = _fold(data, recs, runs, found)
+
+    def within(run: list[Any]) -> str:
+        return f"{listed(_tied_in(data, recs, run))} are within noise of each other"
+
     last, top = sizes[-1], _at(recs, sizes[-1])
-    at_last = f"at {name} = {size_text(last) if isinstance(last, int | float) else last}"
-    if len(sizes) == 1:
-        text = (f"At {name} = {last}, {runs[0][0]} is fastest ({format_seconds(top[0]['median_s'])} per call), "
-                f"{_lead(data, top)}.")
+    at_last = f"at {name} = {_size(last)}"
+    if len(sizes) == 1 and runs[0][0] is None:
+        text = (f"At {name} = {_size(last)}, no backend·mode is fastest beyond noise: {data.label(top[0])} "
+                f"({format_seconds(top[0]['median_s'])} per call) and {listed(_tied(data, top)[1:])} are "
+                f"within noise of each other.")
+    elif len(sizes) == 1:
+        text = (f"At {name} = {_size(last)}, {runs[0][0]} is fastest "
+                f"({format_seconds(top[0]['median_s'])} per call), {_lead(data, top)}.")
+    elif len(runs) == 1 and runs[0][0] is None:
+        text = (f"No backend·mode is fastest beyond noise at any measured {name} ({_size(sizes[0])} to "
+                f"{_size(last)}): {within(sizes)}.")
     elif len(runs) == 1:
-        text = (f"{runs[0][0]} is fastest at every measured {name} ({size_text(sizes[0])} to {size_text(last)}); "
+        text = (f"{runs[0][0]} is fastest at every measured {name} ({_size(sizes[0])} to {_size(last)}); "
                 f"{at_last} it is {_lead(data, top)}.")
     else:
-        text = f"{runs[0][0]} is fastest"
-        for (a, sa), (b, sb) in zip(runs, runs[1:], strict=False):
-            text += f" {_change(name, a, b, sa[-1], sb[0], found)}, {b}"
-        text += f", {_lead(data, top)} {at_last}."
+        text = f"{runs[0][0]} is fastest" if runs[0][0] else within(runs[0][1])
+        for i, ((a, sa), (b, sb)) in enumerate(zip(runs, runs[1:], strict=False)):
+            if a and b:
+                text += f" {_change(name, a, b, sa[-1], sb[0], found)}, {b}"
+                continue
+            # A tie at one size between two runs was introduced as "at n = …": no "up to" closes it.
+            if a or i == 0 or len(sa) > 1:
+                text += f" up to {name} = {_size(sa[-1])}"
+            where = "at" if b is None and len(sb) == 1 and i + 2 < len(runs) else "from"
+            text += f"; {where} {name} = {_size(sb[0])}, " + (f"{b} is fastest" if b else within(sb))
+        text += f", {_lead(data, top)} {at_last}." if runs[-1][0] else "."
     return " ".join([text, *_costs(data, name, recs, sizes[0])])
+
+
+def _tied_in(data: ReportData, recs: Sequence[Mapping[str, Any]], sizes: Sequence[Any]) -> list[str]:
+    """Every backend·mode within noise of the fastest at any of `sizes`, in order of appearance."""
+    return list(dict.fromkeys(lab for s in sizes for lab in _tied(data, _at(recs, s))))
+
+
+def _fold(data: ReportData, recs: Sequence[Mapping[str, Any]], runs: list[tuple[str | None, list[Any]]],
+          found: list[Crossover]) -> list[tuple[str | None, list[Any]]]:
+    """Sizes where only the two leaders either side are within noise of each other, inside a crossover
+    between them that is decided at its ends: that crossover says so ('within noise of each other at
+    every size measured between'), so the sizes are no run of their own."""
+    out: list[tuple[str | None, list[Any]]] = []
+    for i, (who, sizes) in enumerate(runs):
+        prev, after = out[-1][0] if out else None, runs[i + 1][0] if i + 1 < len(runs) else None
+        if (who is None and prev and after and prev != after
+                and set(_tied_in(data, recs, sizes)) <= {prev, after}
+                and _crossing(prev, after, out[-1][1][-1], runs[i + 1][1][0], found) is not None):
+            continue
+        out.append((who, sizes))
+    return out
+
+
+def _size(v: Any) -> str:
+    return size_text(v) if isinstance(v, int | float) else str(v)
+
+
+def _crossing(a: str, b: str, s0: Any, s1: Any, found: list[Crossover]) -> Crossover | None:
+    """The crossover between `a` and `b` that spans sizes s0 to s1 and is decided at its ends; None
+    where there is none, or it is open."""
+    c = next((c for c in found if {c.faster_below, c.faster_above} == {a, b} and c.lo < s1 and c.hi > s0), None)
+    return c if c is not None and c.state != bracket.OPEN and c.separated else None
 
 
 def _change(name: str, a: str, b: str, s0: float, s1: float, found: list[Crossover]) -> str:
     """'below n ≈ 3100; above': where the lead passes from a to b, as closely as measured."""
-    c = next((c for c in found if {c.faster_below, c.faster_above} == {a, b} and c.lo < s1 and c.hi > s0), None)
-    if c is None or c.state == bracket.OPEN:
+    c = _crossing(a, b, s0, s1, found)
+    if c is None:
         return f"up to {name} = {size_text(s0)}; from {name} = {size_text(s1)} (not bracketed more closely)"
     if c.state == bracket.TIE:
         return (f"below {name} ≈ {size_text(c.size, True)} (ahead beyond noise at {name} = {size_text(c.lo)}, "
@@ -230,9 +296,11 @@ def _why(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]]) -> str:
     shown = [sizes[0]] if len(sizes) == 1 else [sizes[0], sizes[-1]]
     said = []
     for s in shown:
-        fastest = _at(recs, s)[0]
+        ranked = _at(recs, s)
+        fastest = ranked[0]
         word = fastest.get("bound")
-        if not word:
+        # Where several are within noise of the fastest, its bound is the answer's only if theirs agree.
+        if not word or any(r.get("bound") != word for r in ranked[1:] if bracket.order(fastest, r) != -1):
             continue
         flop_roof, bw_roof = bound.roofs(data.peaks(fastest["machine"]), fastest.get("device", "cpu"),
                                          fastest["dtype"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from arraybench import bracket
 from arraybench.devices import kind_of
 from arraybench.measurement import fault_dominated
 
@@ -104,10 +105,11 @@ def work(r: Mapping[str, Any]) -> float | None:
 
 
 def fixed_cost_dominates(series: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Ids of the cases of one backend·mode's sweep whose time hardly grows with their work."""
+    """Ids of the cases of one backend·mode's sweep whose time hardly grows with their work: a call
+    with MORE_WORK times the work is under AT_MOST_SLOWER times as slow beyond noise."""
     pts = [(w, r) for r in series if r["status"] == "ok" and r.get("median_s") and (w := work(r))]
     return {r["id"] for w, r in pts
-            if any(w2 >= MORE_WORK * w and r2["median_s"] <= AT_MOST_SLOWER * r["median_s"] for w2, r2 in pts)}
+            if any(w2 >= MORE_WORK * w and bracket.order(r2, r, 1 / AT_MOST_SLOWER) == -1 for w2, r2 in pts)}
 
 
 def classify(r: Mapping[str, Any], floor_s: float | None, peaks: Mapping[str, Any], flat: bool = False) -> str | None:

@@ -24,7 +24,8 @@ class Crossover:
 
     `lo` and `hi` are the measured sizes that hold it; `state` says whether they are close and
     separated (bracketed), too far apart yet (open: `next_size` would narrow it), or the two are
-    within noise of each other there (tie).
+    within noise of each other there (tie). `separated` says whether the two are apart beyond noise
+    at `lo` and `hi`: an open one that is not only swapped places by their medians.
     """
 
     workload: str
@@ -39,15 +40,25 @@ class Crossover:
     lo: float
     hi: float
     state: str
+    separated: bool
     next_size: int | None = None
+
+    @property
+    def verb(self) -> str:
+        """What `faster_above` does to `faster_below`, as far as the intervals decide it."""
+        if self.state == bracket.TIE:
+            return "ties with"
+        return "overtakes" if self.separated else "may overtake"
 
     def describe(self) -> str:
         where = f"{self.workload} ({self.dtype})"
         span = f"{self.size_param} = {self.lo:g} and {self.hi:g}"
         if self.state == bracket.TIE:
             return f"{where}: {self.faster_above} and {self.faster_below} tie within noise between {span}"
-        text = (f"{where}: {self.faster_above} overtakes {self.faster_below} at {self.size_param} ≈ "
+        text = (f"{where}: {self.faster_above} {self.verb} {self.faster_below} at {self.size_param} ≈ "
                 f"{self.size:.3g} ({format_seconds(self.time_s)} per call), measured between {span}")
+        if not self.separated:
+            text += " (their medians swap places there, their intervals do not: not beyond noise)"
         if self.state == bracket.OPEN:
             text += f"; not bracketed yet: measure {self.size_param} = {self.next_size} to narrow it"
         return text
@@ -67,14 +78,9 @@ def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, Mapping[str, A
     return {k: v for k, v in out.items() if len({s for series in v.values() for s in series}) >= 2}
 
 
-def point(r: Mapping[str, Any]) -> bracket.Point:
-    """A record as a bracket point: its size, median and 95 % interval."""
-    return bracket.Point(r["size"], r["median_s"], r["ci_low_s"], r["ci_high_s"])
-
-
 def points(series: dict[float, Mapping[str, Any]]) -> dict[float, bracket.Point]:
     """A label's records as bracket points, by size."""
-    return {s: point(r) for s, r in series.items()}
+    return {s: bracket.point(r) for s, r in series.items()}
 
 
 def crossovers(data: ReportData) -> list[Crossover]:
@@ -83,8 +89,11 @@ def crossovers(data: ReportData) -> list[Crossover]:
     for (wl, machine, dtype, name, fixed), series in sweeps(data).items():
         for a, b in combinations(sorted(series), 2):
             for br in bracket.brackets(a, points(series[a]), b, points(series[b])):
+                below, above = series[br.faster_below], series[br.faster_above]
+                separated = (bracket.order(below[br.lo], above[br.lo]) == -1
+                             and bracket.order(above[br.hi], below[br.hi]) == -1)
                 found.append(Crossover(wl, machine, dtype, fixed, name, br.faster_below, br.faster_above,
-                                       br.estimate, br.time_s, br.lo, br.hi, br.state, br.next_size))
+                                       br.estimate, br.time_s, br.lo, br.hi, br.state, separated, br.next_size))
     return sorted(found, key=lambda c: (c.workload, c.machine, c.dtype, c.size, c.faster_above))
 
 

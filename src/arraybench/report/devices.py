@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench import bracket
 from arraybench.devices import kind_of
 from arraybench.report.model import ReportData
 from arraybench.units import format_seconds
@@ -32,6 +33,15 @@ class Point:
     efficiency: float | None
     communication: float | None  # share of the call the all-reduce alone takes, where measured
     separated: bool | None  # faster than the previous count beyond both intervals (None: first)
+    limit: int  # the most speedup its devices can give: their count, or the cores they share where fewer
+    suspect: bool  # more than `limit` times faster than one device beyond both intervals: not a speedup
+
+    def beyond(self) -> str:
+        """Why the point is suspect, in words."""
+        cores = _cores_shared(self.record)
+        devices = f"{self.n} devices" + (f" sharing {cores} cores" if cores else "")
+        return (f"{_x(self.speedup)} at {self.n} devices is beyond noise above the {self.limit}× that "
+                f"{devices} can give (efficiency {_f((self.speedup or 0.0) / self.limit)})")
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,12 @@ class Series:
     kind: str
     size: Any
     points: tuple[Point, ...]
+
+    @property
+    def suspect(self) -> Point | None:
+        """The first count faster than the hardware allows; None where none is. Its speedups rest on
+        a one-device case slowed by something else (a compile, another process): none is claimed."""
+        return next((p for p in self.points if p.suspect), None)
 
     @property
     def stops_at(self) -> Point | None:
@@ -78,21 +94,16 @@ def series(data: ReportData) -> list[Series]:
         for n in sorted(by_n):
             case = by_n[n]
             speedup = base["median_s"] / case["median_s"] if base else None
-            separated = _faster(case, points[-1].record) if points else None
+            separated = bracket.order(case, points[-1].record) == -1 if points else None
+            limit = min(n, _cores_shared(case) or n)
+            suspect = base is not None and bracket.order(case, base, limit) == -1
             points.append(Point(n, case, speedup, speedup / n if speedup else None, _communication(data, case),
-                                separated))
+                                separated, limit, suspect))
         machine, workload, dtype, backend, mode, kind, _ = key
         label = f"{backend}·{mode}" + (f" ({dtype})" if len({r['dtype'] for r in data.records}) > 1 else "")
         label += f" @{machine}" if len(data.machines) > 1 else ""
         out.append(Series(workload, label, kind, recs[0].get("size"), tuple(points)))
     return out
-
-
-def _faster(r: Mapping[str, Any], prev: Mapping[str, Any]) -> bool:
-    """`r` is faster than `prev` beyond both intervals (the 95 % intervals the report draws)."""
-    hi = r.get("ci_high_s") or r["median_s"]
-    lo = prev.get("ci_low_s") or prev["median_s"]
-    return bool(hi < lo)
 
 
 def _communication(data: ReportData, r: Mapping[str, Any]) -> float | None:
@@ -111,10 +122,12 @@ def _communication(data: ReportData, r: Mapping[str, Any]) -> float | None:
 
 
 def verdict(s: Series) -> str:
-    """In words: up to which count adding a device paid, and why it stopped."""
+    """In words: up to which count adding a device paid, and why it stopped; or why its speedups are suspect."""
     stop = s.stops_at
     paid = last_paid(s)
     what = f"{s.workload} [{s.size}] {s.label} on {s.kind}"
+    if (odd := s.suspect) is not None:
+        return f"{what}: suspect, no scaling claimed: {odd.beyond()}."
     if stop is None:
         best = s.points[-1]
         return (f"{what}: every device paid, up to {best.n} (speedup {_x(best.speedup)}, "
@@ -129,7 +142,10 @@ def verdict(s: Series) -> str:
 
 
 def last_paid(s: Series) -> Point | None:
-    """The largest device count up to which adding devices paid; None where a second did not."""
+    """The largest device count up to which adding devices paid; None where a second did not, or
+    where the series is suspect."""
+    if s.suspect is not None:
+        return None
     stop = s.stops_at
     paid = [p for p in s.points[1:] if stop is None or p.n < stop.n]
     return paid[-1] if paid else None
@@ -143,27 +159,32 @@ def can_gain(found: Sequence[Series]) -> list[Series]:
 
 def in_words(found: Sequence[Series]) -> str:
     """The answer's sentence on a workload's scaling: which series gained from more devices, up to how
-    many, and that the others did not."""
+    many, that the others did not, and which gained more than the hardware allows (suspect, not claimed)."""
     found = can_gain(found)
     if not found:
         return ""
-    paid = [(s, p) for s in found if (p := last_paid(s)) is not None]
+    sound = [s for s in found if s.suspect is None]
+    paid = [(s, p) for s in sound if (p := last_paid(s)) is not None]
     counts = sorted({p.n for s in found for p in s.points[1:]})
     shared = sorted({c for s in found for p in s.points if (c := _cores_shared(p.record))})
     listed = " and ".join(filter(None, (", ".join(map(str, counts[:-1])), str(counts[-1])))) if counts else ""
     cores = f" ({listed} CPU devices here share {shared[0]} cores)" if shared else ""
+    odd = "; ".join(f"{s.label} [{s.size}] on {s.kind}: {p.beyond()}" for s in found if (p := s.suspect))
+    suspect = f"; suspect, so not claimed: {odd}" if odd else ""
+    if not sound:
+        return f"No scaling is claimed{cores}: {odd}."
     if not paid:
-        best = max(((s, p) for s in found for p in s.points[1:] if p.speedup),
+        best = max(((s, p) for s in sound for p in s.points[1:] if p.speedup),
                    key=lambda sp: sp[1].speedup or 0.0, default=None)
-        text = f"Adding devices paid for none of its {len(found)} backend·mode·size series{cores}"
+        text = f"Adding devices paid for none of its {len(sound)} backend·mode·size series{cores}"
         if best is not None:
             s, p = best
             text += f"; the closest: {s.label} [{s.size}] at {p.n}, speedup {_x(p.speedup)}"
-        return text + "."
+        return text + suspect + "."
     named = ", ".join(f"{s.label} [{s.size}] on {s.kind} up to {p.n} ({_x(p.speedup)})" for s, p in paid)
-    rest = len(found) - len(paid)
+    rest = len(sound) - len(paid)
     return (f"Adding devices pays for {named}" + (f"; not for the other {rest} series" if rest else "")
-            + f"{cores}.")
+            + f"{cores}{suspect}.")
 
 
 def _cores_shared(r: Mapping[str, Any]) -> int | None:
@@ -200,7 +221,8 @@ HEADER = ["workload", "size", "backend·mode", "kind", "devices", "median / call
 
 def rows(all_series: Sequence[Series]) -> list[list[str]]:
     return [[s.workload, str(s.size), s.label, s.kind, str(p.n), format_seconds(p.record["median_s"]),
-             _x(p.speedup), _f(p.efficiency), _pct(p.communication)] for s in all_series for p in s.points]
+             _x(p.speedup) + (" (suspect)" if p.suspect else ""), _f(p.efficiency), _pct(p.communication)]
+            for s in all_series for p in s.points]
 
 
 def copies(data: ReportData) -> list[str]:
@@ -226,7 +248,10 @@ def _gbs(r: Mapping[str, Any]) -> str:
 INTRO = ("One computation spread over 1, 2, 4... devices of a kind. Speedup is the one-device case's median "
          "over this one's; efficiency is speedup over the device count; communication is the all-reduce "
          "measured alone (`allreduce` at the same d) as a share of the call. Adding a device stops paying "
-         f"where efficiency falls below {MIN_EFFICIENCY:g} or the time does not fall beyond both 95 % intervals.")
+         f"where efficiency falls below {MIN_EFFICIENCY:g} or the time does not fall beyond both 95 % intervals. "
+         "A speedup above what the devices can give (their count, or the cores they share where fewer) "
+         "beyond both intervals is suspect, more likely a one-device case slowed by something else (a compile, "
+         "another process) than a gain: no scaling is claimed for it.")
 
 
 def markdown(data: ReportData) -> list[str]:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arraybench import bracket
 from arraybench.devices import kind_of
 from arraybench.report import bound, devices, vmap
 from arraybench.report.crossovers import Crossover, sweeps
@@ -216,8 +215,7 @@ def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[
         ax.annotate(str(i), (c.size, c.time_s), textcoords="offset points", xytext=(0, 9 + 9 * ((i - 1) % 3)),
                     ha="center", fontsize=8, fontweight="bold",
                     bbox={"facecolor": "white", "alpha": 0.8, "pad": 0.5, "linewidth": 0})
-        verb = "ties with" if c.state == bracket.TIE else "overtakes"
-        lines.append(f"{i}: {c.faster_above} {verb} {c.faster_below} at {name} ≈ {c.size:.3g} "
+        lines.append(f"{i}: {c.faster_above} {c.verb} {c.faster_below} at {name} ≈ {c.size:.3g} "
                      f"(measured between {c.lo:g} and {c.hi:g}: {c.state})")
     if key:
         ax.plot([], [], "o", ms=9, mfc="none", mec="black", mew=1.4, label="crossover (bar: bracket)")

@@ -7,10 +7,16 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from arraybench import bracket
 from arraybench.results import FAILED
 from arraybench.units import format_seconds
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def listed(names: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
 
 
 def row_label(r: Mapping[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
@@ -122,8 +128,11 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], l
             ok = [r for r in recs if r.get("size") == s and r["status"] == "ok"]
             if ok:
                 fastest = min(ok, key=lambda r: r["median_s"])
-                best.append(f"size {s}: fastest correct is {row_label(fastest, devices, machines)} "
-                            f"({format_seconds(fastest['median_s'])})")
+                named = f"{row_label(fastest, devices, machines)} ({format_seconds(fastest['median_s'])})"
+                tied = [row_label(r, devices, machines) for r in sorted(ok, key=lambda r: r["median_s"])
+                        if r is not fastest and bracket.order(fastest, r) != -1]
+                best.append(f"size {s}: no fastest correct case beyond noise: {listed([named, *tied])} are "
+                            "within noise of each other" if tied else f"size {s}: fastest correct is {named}")
         reasons: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
         for r in recs:
             if r["status"] != "ok" and r.get("error"):

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench import bracket
 from arraybench.report.model import ReportData, status_word
 from arraybench.units import format_seconds
 from arraybench.workloads import WORKLOADS
@@ -68,14 +69,9 @@ class Series:
 
 
 def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
-    """BEATS where `a`'s interval lies wholly below `b`'s, LOSES where wholly above, else NOISE."""
-    a_lo, a_hi = a.get("ci_low_s") or a["median_s"], a.get("ci_high_s") or a["median_s"]
-    b_lo, b_hi = b.get("ci_low_s") or b["median_s"], b.get("ci_high_s") or b["median_s"]
-    if a_hi < b_lo:
-        return BEATS
-    if a_lo > b_hi:
-        return LOSES
-    return NOISE
+    """BEATS where `a` is faster than `b` beyond noise, LOSES where slower, else NOISE (bracket.order:
+    the test behind every claim of the report)."""
+    return {-1: BEATS, 1: LOSES, 0: NOISE}[bracket.order(a, b)]
 
 
 def family_of(r: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -111,7 +107,9 @@ def summary(s: Series) -> str:
     start = len(verdicts)
     while start > 0 and verdicts[start - 1][1] == BEATS:
         start -= 1
-    if start == 0:
+    if start == 0 and len(verdicts) == 1:
+        text = f"vmap beats the loop at b = {verdicts[0][0]}, the one batch size measured"
+    elif start == 0:
         text = f"vmap beats the loop at every measured batch size (from b = {verdicts[0][0]})"
     elif start < len(verdicts):
         below_b, below = verdicts[start - 1]

@@ -15,7 +15,6 @@ from typing import Any
 
 from arraybench import __version__, bracket
 from arraybench.report.answer import leads
-from arraybench.report.crossovers import point
 from arraybench.report.model import CaseView
 from arraybench.report.table import size_sort_key, size_text
 from arraybench.results import FAILED
@@ -253,7 +252,7 @@ def version_section(machine: Machine, table: VersionTable, backend: str) -> str:
 def _change(before: CaseView, after: CaseView) -> tuple[str, str]:
     """('faster', '1.3× faster'), ('slower', …) or ('within noise', …): the 95 % intervals decide."""
     ratio = before["median_s"] / after["median_s"]
-    side = bracket.side(point(after), point(before))
+    side = bracket.order(after, before)
     if side == -1:
         return "faster", f"{ratio:.2g}× faster"
     if side == 1:
