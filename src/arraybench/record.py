@@ -113,7 +113,8 @@ class CaseRecord(Mapping[str, Any]):
 
     # What was measured (Case.to_dict, plus the id and size).
     id: str = described("", "stable id of the case spec (workload, params, backend, mode, dtype, device, threads, "
-                         "and `@ENV` in a run of several environments): the key for `--resume` and `compare`", default="", required=True)
+                         "and `@ENV` in a run of several environments): the key for `--resume` and `compare`",
+                        default="", required=True)
     workload: str = described("", "the workload", default="", required=True)
     params: dict[str, Any] = described("", "all the workload's parameters", default=None, required=True)
     backend: str = described("", "the framework", default="", required=True)
