@@ -19,6 +19,8 @@ COSTLY_CALL = 2.0
 MAX_NAMED_COSTS = 3
 # A lead beyond noise but under this ratio would read "0 % ahead": it is written as a tie.
 TIED_BELOW = 1.005
+# What the answer says where it has nothing to rank.
+NOTHING_CORRECT = "no case was correct (the notes under the tables say why)"
 
 
 @dataclass(frozen=True)

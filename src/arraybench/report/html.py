@@ -12,7 +12,7 @@ from typing import Any
 
 from arraybench import __version__
 from arraybench.report import bound, devices, gpu, vmap
-from arraybench.report.answer import Answer
+from arraybench.report.answer import NOTHING_CORRECT, Answer
 from arraybench.report.crossovers import Crossover, render_text
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
@@ -76,7 +76,7 @@ def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], no
         why = f' <span class="why">{e(a.why)}</span>' if a.why else ""
         out.append(f'<p class="answer"><b>{e(a.title + where)}.</b> {e(a.verdict)}{why}</p>')
     if not said:
-        out.append("<p>No case was correct: nothing to rank.</p>")
+        out.append(f"<p>No answer: {e(NOTHING_CORRECT)}.</p>")
     cards = [(n, s) for s, n in counts.items() if n] + [(noisy, "noisy")]
     out += ['<ul class="cards">', *[f"<li><b>{n}</b>{e(s)}</li>" for n, s in cards], "</ul>"]
     return "\n".join(out)
@@ -121,12 +121,13 @@ def plot_html(p: Plot) -> str:
 def results_table(data: ReportData) -> str:
     many = len(data.machines) > 1
     shown = [r for r in data.records if r["status"] != "unavailable"]  # said once, above the answer
+    numpy = any(r.get("speedup") for r in shown)  # a speedup over numpy only where numpy ran
     apart = any(data.problem(r) for r in shown)  # a workload whose cases differ in more than the size
     heads = (["machine"] if many else []) + [
         "workload", "size", *(["other parameters"] if apart else []), "backend", "mode", "device", "dtype",
         "threads", "status", "median / call", "IQR %", "harness / call", "bound",
-        "speedup", "first call", "transfer", "FLOP/byte", "GFLOP/s", "% peak FLOP/s",
-        "GB/s", "% peak GB/s", "rel. error", "notes",
+        *(["speedup"] if numpy else []), "first call", "transfer", "FLOP/byte", "GFLOP/s", "% peak FLOP/s",
+        "GB/s", "% peak GB/s", "rel. error", "tolerance", "notes",
     ]
     rows = []
     for r in sorted(shown, key=lambda r: (r["machine"], r["workload"], size_sort_key(r.get("size")), data.label(r))):
@@ -151,12 +152,13 @@ def results_table(data: ReportData) -> str:
             num_cell(iqr, f"±{iqr:.0f}%" if iqr is not None else ""),
             num_cell(r.get("harness_s"), format_seconds(r.get("harness_s"))),
             f"<td>{e(r.get('bound') or '')}</td>",
-            num_cell(r.get("speedup"), f"{r['speedup']:.2f}×" if r.get("speedup") else ""),
+            *([num_cell(r.get("speedup"), f"{r['speedup']:.2f}×" if r.get("speedup") else "")] if numpy else []),
             num_cell(r.get("first_call_s"), format_seconds(r.get("first_call_s"))),
             num_cell(r.get("transfer_s"), format_seconds(r.get("transfer_s"))),
             *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
               for k in ("intensity", "gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
             num_cell(r.get("rel_err"), f"{r['rel_err']:.1e}" if r.get("rel_err") is not None else ""),
+            num_cell(r.get("tolerance"), f"{r['tolerance']:.1e}" if r.get("tolerance") is not None else ""),
             f"<td class=\"notes\">{' '.join(notes)}</td>",
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")

@@ -15,6 +15,7 @@ from arraybench.record import CaseRecord, described, registry
 from arraybench.report import bound
 from arraybench.report.table import Points, points_by_workload, speedups
 from arraybench.results import FAILED, Results, merge
+from arraybench.run_ids import run_id
 from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
@@ -31,6 +32,8 @@ class ReportData:
 
     records: list[CaseView]
     headers: dict[str, dict[str, Any]]  # machine -> results header (settings, environment)
+    # One line per results file that holds fewer cases than its run planned (partial_line).
+    partial: tuple[str, ...] = ()
 
     @classmethod
     def from_results(cls, results: Sequence[Results]) -> ReportData:
@@ -40,7 +43,8 @@ class ReportData:
             for machine, env in res.machine_lines.items():
                 headers.setdefault(machine, {**res.header, "environment": env})
         label = cls([], headers).label_in(list(latest.values()))
-        return cls(records=_derive(list(latest.values()), headers, label), headers=headers)
+        partial = tuple(line for res in results if (line := partial_line(res)))
+        return cls(records=_derive(list(latest.values()), headers, label), headers=headers, partial=partial)
 
     @property
     def machines(self) -> list[str]:
@@ -99,6 +103,19 @@ class ReportData:
 
     def peaks(self, machine: str) -> dict[str, Any]:
         return self.headers.get(machine, {}).get("environment", {}).get("peaks", {})
+
+
+def partial_line(res: Results) -> str:
+    """'… holds 4 of its 10 planned cases …' where a run stopped (or its file was torn) before every
+    planned case had its record, else ''. Refinement's cases come after the plan's, so a file that
+    holds the plan's count holds the whole plan."""
+    planned, held = res.header.get("plan_size"), len(res.latest())
+    if not isinstance(planned, int) or held >= planned:
+        return ""
+    where = str(res.path) if res.path is not None else f"run {run_id(res.header)}"
+    rest = f"; `arraybench run --resume {res.path.parent}` measures the rest" if res.path is not None else ""
+    return (f"{where} holds {held} of its {planned} planned cases: the run stopped early, and the tables, "
+            f"crossovers and answer cover only those{rest}")
 
 
 def _backend_rank(label: str) -> int:

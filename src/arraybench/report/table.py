@@ -128,9 +128,32 @@ def cell(r: Mapping[str, Any], speedup: float | None) -> str:
             parts.append(r["bound"])
         return " · ".join(parts) + (" (noisy)" if r.get("noisy") else "")
     if status == "wrong":
-        err = r.get("rel_err")  # null in the file when the output held NaN or inf
-        return f"WRONG (rel err {err:.1e})" if err is not None else "WRONG (rel err not finite)"
+        detail = check_detail(r)
+        return f"WRONG ({detail})" if detail else f"WRONG (rel err {check_text(r)})"
     return status.upper() if status in FAILED else status
+
+
+# What the case executor puts before the check's own words in a wrong case's `error`.
+WRONG_PREFIX = "wrong result: "
+
+
+def check_detail(r: Mapping[str, Any]) -> str:
+    """Why a wrong case is wrong, where its error does not exceed a tolerance (a wrong shape, NaN in
+    the output: `rel_err` is null; a workload's own check): the check's own words; else ''."""
+    err, tol = r.get("rel_err"), r.get("tolerance")
+    if r["status"] != "wrong" or (err is not None and tol is not None and err > tol):
+        return ""
+    return (r.get("error") or "").removeprefix(WRONG_PREFIX) or ("rel err not finite" if err is None else "")
+
+
+def check_text(r: Mapping[str, Any]) -> str:
+    """A checked case's error against its tolerance ('3.1e-07 ≤ 1.0e-04'), or check_detail."""
+    if detail := check_detail(r):
+        return detail
+    err, tol = r.get("rel_err"), r.get("tolerance")
+    if err is None:
+        return ""
+    return f"{err:.1e}" if tol is None else f"{err:.1e} {'≤' if err <= tol else '>'} {tol:.1e}"
 
 
 def unavailable(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -208,7 +231,8 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], l
             f"{label}{_at_points(at, columns)}: {status} — {error}"
             for (label, status, error), at in sorted(reasons.items())
         ]
-        title = f"{wl} ({dtype}; median per call ± IQR · speedup vs numpy · first call · bound)"
+        numpy = " · speedup vs numpy" if any((r["id"], r.get("machine")) in sp for r in recs) else ""
+        title = f"{wl} ({dtype}; median per call ± IQR{numpy} · first call · bound)"
         out.append((title, header, rows, notes))
     return out
 
@@ -218,6 +242,18 @@ def _at_points(at: list[str], columns: list[str]) -> str:
     if len(at) == len(columns):
         return ""
     return " at " + "; ".join(c for c in columns if c in at)
+
+
+def checks(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per workload and dtype: (title, header, rows) of each checked case's error against its tolerance."""
+    points = points_by_workload(records)
+    out = []
+    for (wl, dtype), recs in _by_table(records).items():
+        header, rows, _ = _grid(recs, points[wl], check_text)
+        if any(any(row[1:]) for row in rows):
+            out.append((f"{wl} ({dtype}; relative error against the float64 reference, and its tolerance)",
+                        header, rows))
+    return out
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -237,13 +273,24 @@ def render_text(records: Sequence[Mapping[str, Any]],
     return "\n\n".join(blocks)
 
 
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of one Markdown table, every `|` in a cell escaped."""
+    esc = [[c.replace("|", "\\|") for c in row] for row in rows]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *["| " + " | ".join(row) + " |" for row in esc]]
+
+
 def render_markdown(records: Sequence[Mapping[str, Any]]) -> str:
     blocks = []
     for title, header, rows, notes in tables(records):
-        esc = [[c.replace("|", "\\|") for c in row] for row in rows]
-        md = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        md += ["| " + " | ".join(row) + " |" for row in esc]
+        md = [f"### {title}", "", *markdown_table(header, rows)]
         if notes:
             md += [""] + [f"- {n}" for n in notes]
         blocks.append("\n".join(md))
     return "\n\n".join(blocks)
+
+
+def render_checks_markdown(records: Sequence[Mapping[str, Any]]) -> str:
+    """Each checked case's error against its tolerance, a table per workload and dtype."""
+    return "\n\n".join("\n".join([f"### {title}", "", *markdown_table(header, rows)])
+                        for title, header, rows in checks(records))
