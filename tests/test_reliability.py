@@ -263,6 +263,7 @@ def test_kill_9_keeps_finished_cases_drops_a_torn_line_and_resumes(tmp_path, run
     code, out, err = run_cli("report", str(tmp_path), "--output-dir", str(tmp_path / "report"))
     assert code == EXIT_OK
     assert "dropped a torn last line" in err
+    assert f"holds {n} of its 12 planned cases: the run stopped early" in err
     assert len(load_results(tmp_path).records) == n
     assert_resume_completes(run_cli, tmp_path, before)
 

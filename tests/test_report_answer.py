@@ -279,10 +279,10 @@ def spread(workload, cells):
     # 5 % behind by the medians, but the intervals overlap: neither the answer nor the table picks a side
     ((0.95e-3, 1.2e-3), "At d = 1000, no backend·mode is fastest beyond noise: numpy·eager (1 ms per call) and "
                         "torch·eager are within noise of each other.",
-     "size 1000: no fastest correct case beyond noise: numpy·eager (1 ms) and torch·eager are within noise of "
+     "d=1000: no fastest correct case beyond noise: numpy·eager (1 ms) and torch·eager are within noise of "
      "each other"),
     ((1.04e-3, 1.06e-3), "At d = 1000, numpy·eager is fastest (1 ms per call), 5 % ahead of torch·eager.",
-     "size 1000: fastest correct is numpy·eager (1 ms)"),
+     "d=1000: fastest correct is numpy·eager (1 ms)"),
 ])
 def test_the_fastest_at_one_size_is_named_only_beyond_noise(tmp_path, torch_ci, said, table):
     recs = spread("add", {(1000, "numpy"): (1e-3, (0.98e-3, 1.02e-3)), (1000, "torch"): (1.05e-3, torch_ci)})

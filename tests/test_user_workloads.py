@@ -179,3 +179,17 @@ def test_an_edited_file_is_read_again(tmp_path):
     bench.write_text(source.format("second", "second"))
     os.utime(bench, ns=(0, bench.stat().st_mtime_ns + 1_000_000))
     assert list(load_workload_file(str(bench))) == ["second"]
+
+
+def test_presets_that_change_two_parameters_are_reported_as_two_problems(tmp_path, run_cli):
+    code, out, _ = run_cli("run", "--workload-file", str(FIXTURES / "two_params.py"), "--backends", "numpy",
+                           "--output-dir", str(tmp_path), *TIMER)
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.startswith("backend·mode"))
+    assert [c.strip() for c in header.split("  ") if c.strip()][1:] == ["n=8, m=16", "n=32, m=64"]
+    crossovers = next(line for line in out.splitlines() if line.startswith("Crossovers"))
+    assert "matvec: its cases differ in m as well as n" in crossovers
+    answer = out.split("The answer:")[1]
+    assert "matvec (float32; m=16): At n = 8, numpy·eager is fastest" in answer
+    assert "matvec (float32; m=64): At n = 32, numpy·eager is fastest" in answer
+    assert "every measured n" not in answer

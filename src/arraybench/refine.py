@@ -29,6 +29,7 @@ from typing import Any
 from arraybench import bracket
 from arraybench.case import Case
 from arraybench.workloads import resolve_workload
+from arraybench.workloads.sizes import fixed_params
 
 # Rounds of refinement after the plan: a grid, then a bisection, bracket any gap (see above);
 # the rest are for crossovers that the grid shows are not where the planned sizes said.
@@ -57,8 +58,7 @@ def label(case: Case | Mapping[str, Any]) -> str:
 
 def _group(case: Case, name: str) -> GroupKey:
     """Cases that differ only in backend, mode and size: one sweep whose order can flip."""
-    fixed = tuple(sorted((k, v) for k, v in case.params if k != name))
-    return (case.workload, case.source, case.dtype, case.device, case.threads, fixed)
+    return (case.workload, case.source, case.dtype, case.device, case.threads, fixed_params(case.params_dict, name))
 
 
 def _points(records: Iterable[Mapping[str, Any]], ids: dict[str, tuple[GroupKey, str, int]]

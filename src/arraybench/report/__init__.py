@@ -39,7 +39,8 @@ def summary_text(data: ReportData, found: list[crossovers.Crossover], said: list
         heading = f"machine {machine}\n\n" if len(data.machines) > 1 else ""
         blocks.append(heading + table.render_text(recs, draw))
     lines = [f"  {a.title}{_at(data, a)}: {a.text()}" for a in said]
-    return "\n\n".join([*blocks, crossovers.render_text(data, found), "\n".join(["The answer:", *lines])])
+    answer_block = "\n".join(["The answer:", *lines]) if lines else f"The answer: none, {answer.NOTHING_CORRECT}."
+    return "\n\n".join([*blocks, crossovers.render_text(data, found), answer_block])
 
 
 def _at(data: ReportData, a: answer.Answer) -> str:
@@ -50,17 +51,21 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: lis
                   plots: Sequence[Path]) -> str:
     """report.md: the answer per workload, the overview plots, then tables, crossovers and details."""
     md = ["# arraybench report", ""]
+    md += [f"**Partial:** {line}.\n" for line in data.partial]
     if line := table.unavailable_line(data.records):
         md += [line, ""]
     md += ["## The answer", ""]
-    md += [f"**{a.title}{_at(data, a)}.** {a.text()}\n" for a in said] or ["No case was correct.", ""]
+    md += [f"**{a.title}{_at(data, a)}.** {a.text()}\n" for a in said] or [f"None: {answer.NOTHING_CORRECT}.", ""]
     svgs = [p for p in plots if p.suffix == ".svg"]
     first = [p for p in svgs if p.stem == "speedup-heatmap" or p.stem.startswith("roofline")]
     md += [*[f"![{p.stem}](plots/{p.name})" for p in first], ""]
     for machine in data.machines:
         recs = [r for r in data.records if r["machine"] == machine]
         md += [f"## {machine}", "", table.render_markdown(recs), ""]
-    md += ["## Crossovers", "", crossovers.render_text(data, found), "", "## Why each case is as fast as it is", ""]
+    md += ["## Crossovers", "", crossovers.render_text(data, found), ""]
+    md += ["## Correctness: each case's error against its tolerance", ""]
+    md += [table.render_checks_markdown(data.records) or "No case was checked.", ""]
+    md += ["## Why each case is as fast as it is", ""]
     md += [f"- **{word}**: {meaning}" for word, meaning in bound.MEANING.items()]
     md += [f"- {line}" for line in rate_notes(data)]
     md += ["", *gpu.markdown(data.records)]
@@ -132,7 +137,7 @@ def write_all(results: Sequence[Results], out_dir: Path,
         if e.name != "matplotlib":
             raise
         plots, warnings = [], ("no plots: matplotlib is not installed (pip install 'arraybench[report]')",)
-    warnings += host_warnings(data)
+    warnings += data.partial + host_warnings(data)
     files = tuple(p for plot in plots for p in (plot.svg, plot.png))
     report = Report(summary_text(data, found, said, draw), warnings, out_dir / "report.md", out_dir / "results.csv",
                     out_dir / "crossovers.csv", out_dir / "report.html", files)

@@ -20,49 +20,58 @@ COSTLY_CALL = 2.0
 MAX_NAMED_COSTS = 3
 # A lead beyond noise but under this ratio would read "0 % ahead": it is written as a tie.
 TIED_BELOW = 1.005
+# What the answer says where it has nothing to rank.
+NOTHING_CORRECT = "no case was correct (the notes under the tables say why)"
 
 
 @dataclass(frozen=True)
 class Answer:
-    """One workload's verdict (per dtype, and machine where there are several) and its one-line why."""
+    """One problem's verdict (per workload, dtype, the parameters besides the size where they vary,
+    and machine where there are several) and its one-line why."""
 
     workload: str
     dtype: str
     machine: str
     verdict: str
     why: str
+    problem: str = ""  # 'm=128' where the workload's cases differ in more than the size
 
     @property
     def title(self) -> str:
-        return f"{self.workload} ({self.dtype})"
+        return f"{self.workload} ({self.dtype}{'; ' + self.problem if self.problem else ''})"
 
     def text(self) -> str:
         return f"{self.verdict} {self.why}".strip()
 
 
 def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
-    """Every workload with a correct case, in the report's order."""
-    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    """Every problem with a correct case, in the report's order: a series over the size is answered
+    size by size; cases that differ in another parameter are another problem, answered apart."""
+    groups: dict[tuple[str, str, str, tuple], list[Mapping[str, Any]]] = defaultdict(list)
     for r in data.records:
-        groups[(r["workload"], r["dtype"], r["machine"])].append(r)
+        groups[(r["workload"], r["dtype"], r["machine"], data.points(r["workload"]).fixed(r))].append(r)
     scaling = devices.series(data)
     out = []
-    for (wl, dtype, machine), every in sorted(groups.items()):
+    def first(kv: tuple[tuple, list[Mapping[str, Any]]]) -> tuple:  # problems by their smallest point
+        return (*kv[0][:3], min(data.points(kv[0][0]).order(r) for r in kv[1]))
+
+    for (wl, dtype, machine, fixed), every in sorted(groups.items(), key=first):
         recs = [r for r in every if r["status"] != "unavailable"]
         ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
         unmeasured = _unmeasured(every)
         if not ok:
             if unmeasured:
-                out.append(Answer(wl, dtype, machine, unmeasured, ""))
+                out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0])))
             continue
-        here = [c for c in found if (c.workload, c.dtype, c.machine) == (wl, dtype, machine)]
+        here = [c for c in found if (c.workload, c.dtype, c.machine, c.fixed) == (wl, dtype, machine, fixed)]
         name = data.size_param(wl)
         verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
         # A multi-device workload's answer also says where adding a device stops paying.
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record["dtype"] == dtype
                                    and s.points[0].record["machine"] == machine])
         out.append(Answer(wl, dtype, machine, verdict,
-                          " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t)))
+                          " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t),
+                          data.problem(every[0])))
     return out
 
 

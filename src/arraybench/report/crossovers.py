@@ -42,6 +42,12 @@ class Crossover:
     state: str
     separated: bool
     next_size: int | None = None
+    problem: str = ""  # the parameters that set this series apart from the workload's others, if any
+
+    @property
+    def where(self) -> str:
+        """'heat (float32)', or 'heat (float32; m=128)' where the workload has several problems."""
+        return f"{self.workload} ({self.dtype}{'; ' + self.problem if self.problem else ''})"
 
     @property
     def verb(self) -> str:
@@ -51,7 +57,7 @@ class Crossover:
         return "overtakes" if self.separated else "may overtake"
 
     def describe(self) -> str:
-        where = f"{self.workload} ({self.dtype})"
+        where = self.where
         span = f"{self.size_param} = {self.lo:g} and {self.hi:g}"
         if self.state == bracket.TIE:
             return f"{where}: {self.faster_above} and {self.faster_below} tie within noise between {span}"
@@ -65,16 +71,17 @@ class Crossover:
 
 
 def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, Mapping[str, Any]]]]:
-    """Correct records with a numeric size, per (workload, machine, dtype, other params): label -> size -> record."""
+    """Correct records with a numeric size, per series: (workload, machine, dtype, size parameter,
+    the other parameters) -> label -> size -> record. Only cases that differ in nothing but the
+    size are one series (workloads/sizes.fixed_params); a series needs two sizes."""
     out: dict[tuple, dict[str, dict[float, Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
     for wl, recs in data.by_workload().items():
-        name = data.size_param(wl)
+        pts = data.points(wl)
         for r in recs:
             size = r.get("size")
             if r["status"] != "ok" or not isinstance(size, int | float) or size <= 0 or not r.get("median_s"):
                 continue
-            fixed = tuple(sorted((k, v) for k, v in r["params"].items() if k != name))
-            out[(wl, r["machine"], r["dtype"], name, fixed)][data.label(r)][size] = r
+            out[(wl, r["machine"], r["dtype"], pts.size_param, pts.fixed(r))][data.label(r)][size] = r
     return {k: v for k, v in out.items() if len({s for series in v.values() for s in series}) >= 2}
 
 
@@ -87,13 +94,15 @@ def crossovers(data: ReportData) -> list[Crossover]:
     """Every change of order between two backend·modes along a sweep, with its measured bracket."""
     found = []
     for (wl, machine, dtype, name, fixed), series in sweeps(data).items():
+        problem = data.problem(next(iter(next(iter(series.values())).values())))
         for a, b in combinations(sorted(series), 2):
             for br in bracket.brackets(a, points(series[a]), b, points(series[b])):
                 below, above = series[br.faster_below], series[br.faster_above]
                 separated = (bracket.order(below[br.lo], above[br.lo]) == -1
                              and bracket.order(above[br.hi], below[br.hi]) == -1)
                 found.append(Crossover(wl, machine, dtype, fixed, name, br.faster_below, br.faster_above,
-                                       br.estimate, br.time_s, br.lo, br.hi, br.state, separated, br.next_size))
+                                       br.estimate, br.time_s, br.lo, br.hi, br.state, separated, br.next_size,
+                                       problem))
     return sorted(found, key=lambda c: (c.workload, c.machine, c.dtype, c.size, c.faster_above))
 
 
@@ -114,9 +123,14 @@ def render_text(data: ReportData, found: list[Crossover]) -> str:
     """Lines for the terminal and report.md: each crossover, or why a sweep has none."""
     if not found:
         swept = sorted({k[0] for k in sweeps(data)})
+        # A workload measured at several sizes but no two of one problem: say why it has no series.
+        why = [f"{wl}: {data.points(wl).apart()}" for wl in data.by_workload()
+               if wl not in swept and data.points(wl).apart()]
         if not swept:
-            return "Crossovers: none (no workload was measured at two or more sizes)"
-        return f"Crossovers: none; the order of backends does not change over the sizes of {', '.join(swept)}"
+            return ("Crossovers: none (no workload was measured at two or more sizes of one problem"
+                    + "".join(f"; {w}" for w in why) + ")")
+        return (f"Crossovers: none; the order of backends does not change over the sizes of {', '.join(swept)}"
+                + (f" ({'; '.join(why)})" if why else ""))
     counts = {s: sum(c.state == s for c in found) for s in (bracket.BRACKETED, bracket.OPEN, bracket.TIE)}
     head = (f"Crossovers ({counts[bracket.BRACKETED]} bracketed by measured sizes at most "
             f"{bracket.MAX_RATIO:g}× apart, {counts[bracket.OPEN]} not yet, {counts[bracket.TIE]} ties within noise):")

@@ -12,8 +12,8 @@ from typing import Any
 
 from arraybench import __version__
 from arraybench.report import bound, devices, gpu, vmap
-from arraybench.report.answer import Answer
-from arraybench.report.crossovers import Crossover
+from arraybench.report.answer import NOTHING_CORRECT, Answer
+from arraybench.report.crossovers import Crossover, render_text
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
 from arraybench.report.table import size_sort_key, size_text, unavailable_line
@@ -53,7 +53,7 @@ def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], sai
         answer=answer_html(data, said, counts, noisy),
         overview="\n".join([*notes, *(plot_html(p) for p in overview)])
         or '<p class="muted">No plots: nothing was measured.</p>',
-        crossovers=crossovers_html(found),
+        crossovers=crossovers_html(data, found),
         plots="\n".join(plot_html(p) for p in plots if p not in overview)
         or '<p class="muted">No plots per workload.</p>',
         bounds=bounds_html(rate_notes),
@@ -76,20 +76,21 @@ def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], no
         why = f' <span class="why">{e(a.why)}</span>' if a.why else ""
         out.append(f'<p class="answer"><b>{e(a.title + where)}.</b> {e(a.verdict)}{why}</p>')
     if not said:
-        out.append("<p>No case was correct: nothing to rank.</p>")
+        out.append(f"<p>No answer: {e(NOTHING_CORRECT)}.</p>")
     cards = [(n, s) for s, n in counts.items() if n] + [(noisy, "noisy")]
     out += ['<ul class="cards">', *[f"<li><b>{n}</b>{e(s)}</li>" for n, s in cards], "</ul>"]
     return "\n".join(out)
 
 
-def crossovers_html(found: list[Crossover]) -> str:
+def crossovers_html(data: ReportData, found: list[Crossover]) -> str:
     if not found:
-        return '<p class="muted">None in the measured range: the order of backend·modes does not change.</p>'
+        return f'<p class="muted">{e(render_text(data, found))}</p>'
     head = ("<p class=\"muted\">Where one backend·mode overtakes another as the size grows. <i>bracketed</i>: two "
             "measured sizes at most 2× apart hold it and the 95 % intervals separate at both; <i>open</i>: "
             "the measured sizes are further apart (the size to measure next is named); <i>tie</i>: "
             "the two are within noise of each other there. The same rows are in crossovers.csv.</p>")
-    rows = "".join(f"<tr><td>{e(c.workload)}</td><td>{e(c.dtype)}</td><td>{e(c.faster_below)}</td>"
+    rows = "".join(f"<tr><td>{e(c.workload)}{e(f' ({c.problem})' if c.problem else '')}</td><td>{e(c.dtype)}</td>"
+                   f"<td>{e(c.faster_below)}</td>"
                    f"<td>{e(c.faster_above)}</td>{num_cell(c.size, size_text(c.size, True))}"
                    f"{num_cell(c.lo, f'{c.lo:g}')}{num_cell(c.hi, f'{c.hi:g}')}<td>{e(c.state)}</td>"
                    f"<td>{e(c.next_size or '')}</td></tr>" for c in found)
@@ -119,14 +120,16 @@ def plot_html(p: Plot) -> str:
 
 def results_table(data: ReportData) -> str:
     many = len(data.machines) > 1
+    shown = [r for r in data.records if r["status"] != "unavailable"]  # said once, above the answer
+    numpy = any(r.get("speedup") for r in shown)  # a speedup over numpy only where numpy ran
+    apart = any(data.problem(r) for r in shown)  # a workload whose cases differ in more than the size
     heads = (["machine"] if many else []) + [
-        "workload", "size", "backend", "mode", "device", "dtype", "threads", "status", "median / call",
-        "IQR %", "harness / call", "bound", "speedup", "first call", "transfer", "FLOP/byte", "GFLOP/s",
-        "% peak FLOP/s", "GB/s", "% peak GB/s",
-        "rel. error", "notes",
+        "workload", "size", *(["other parameters"] if apart else []), "backend", "mode", "device", "dtype",
+        "threads", "status", "median / call", "IQR %", "harness / call", "bound",
+        *(["speedup"] if numpy else []), "first call", "transfer", "FLOP/byte", "GFLOP/s", "% peak FLOP/s",
+        "GB/s", "% peak GB/s", "rel. error", "tolerance", "notes",
     ]
     rows = []
-    shown = [r for r in data.records if r["status"] != "unavailable"]  # said once, above the answer
     for r in sorted(shown, key=lambda r: (r["machine"], r["workload"], size_sort_key(r.get("size")), data.label(r))):
         med = r.get("median_s") if r["status"] == "ok" else None
         iqr = 100 * r["iqr_s"] / med if med and r.get("iqr_s") is not None else None
@@ -141,6 +144,7 @@ def results_table(data: ReportData) -> str:
         cells = ([f"<td>{e(r['machine'])}</td>"] if many else []) + [
             f"<td>{e(r['workload'])}</td>",
             f'<td data-sort="{e(r.get("size"))}">{e(r.get("size"))}</td>',
+            *([f"<td>{e(data.problem(r))}</td>"] if apart else []),
             f"<td>{e(r['backend'])}</td>", f"<td>{e(r['mode'])}</td>",
             f"<td>{e(r.get('device', 'cpu'))}</td>", f"<td>{e(r.get('dtype'))}</td>",
             f"<td>{e(r.get('threads'))}</td>", f"<td>{status_badge(r['status'])}</td>",
@@ -148,12 +152,13 @@ def results_table(data: ReportData) -> str:
             num_cell(iqr, f"±{iqr:.0f}%" if iqr is not None else ""),
             num_cell(r.get("harness_s"), format_seconds(r.get("harness_s"))),
             f"<td>{e(r.get('bound') or '')}</td>",
-            num_cell(r.get("speedup"), f"{r['speedup']:.2f}×" if r.get("speedup") else ""),
+            *([num_cell(r.get("speedup"), f"{r['speedup']:.2f}×" if r.get("speedup") else "")] if numpy else []),
             num_cell(r.get("first_call_s"), format_seconds(r.get("first_call_s"))),
             num_cell(r.get("transfer_s"), format_seconds(r.get("transfer_s"))),
             *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
               for k in ("intensity", "gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
             num_cell(r.get("rel_err"), f"{r['rel_err']:.1e}" if r.get("rel_err") is not None else ""),
+            num_cell(r.get("tolerance"), f"{r['tolerance']:.1e}" if r.get("tolerance") is not None else ""),
             f"<td class=\"notes\">{' '.join(notes)}</td>",
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -177,7 +182,7 @@ def problems_html(data: ReportData) -> str:
         for r in sorted(recs, key=lambda r: (r["workload"], data.label(r), size_sort_key(r.get("size")))):
             why = r.get("error") or (f"IQR {100 * r['iqr_s'] / r['median_s']:.0f}% of the median"
                                      if r.get("noisy") and r.get("median_s") else "")
-            where = f"{r['workload']} {data.size_param(r['workload'])}={r.get('size')} · {data.label(r)}"
+            where = f"{r['workload']} {data.point(r)} · {data.label(r)}"
             items.append(f"<li>{status_badge(r['status'])} <b>{e(where)}</b>: {e(why)}</li>")
         out.append("<ul>" + "".join(items) + "</ul>")
     return "\n".join(out)

@@ -6,14 +6,16 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from arraybench.devices import kind_of
 from arraybench.measurement import Measurement
 from arraybench.record import CaseRecord, described, registry
 from arraybench.report import bound
-from arraybench.report.table import speedups
+from arraybench.report.table import Points, points_by_workload, speedups
 from arraybench.results import FAILED, Results, merge
+from arraybench.run_ids import run_id
 from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
@@ -30,6 +32,8 @@ class ReportData:
 
     records: list[CaseView]
     headers: dict[str, dict[str, Any]]  # machine -> results header (settings, environment)
+    # One line per results file that holds fewer cases than its run planned (partial_line).
+    partial: tuple[str, ...] = ()
 
     @classmethod
     def from_results(cls, results: Sequence[Results]) -> ReportData:
@@ -39,7 +43,8 @@ class ReportData:
             for machine, env in res.machine_lines.items():
                 headers.setdefault(machine, {**res.header, "environment": env})
         label = cls([], headers).label_in(list(latest.values()))
-        return cls(records=_derive(list(latest.values()), headers, label), headers=headers)
+        partial = tuple(line for res in results if (line := partial_line(res)))
+        return cls(records=_derive(list(latest.values()), headers, label), headers=headers, partial=partial)
 
     @property
     def machines(self) -> list[str]:
@@ -76,11 +81,41 @@ class ReportData:
             out[r["workload"]].append(r)
         return dict(sorted(out.items()))
 
+    @cached_property
+    def _points(self) -> dict[str, Points]:
+        return points_by_workload(self.records)
+
+    def points(self, workload: str) -> Points:
+        """How the workload's cases differ: its size parameter, and the other parameters that set
+        its problems apart (one series per problem)."""
+        return self._points[workload]
+
     def size_param(self, workload: str) -> str:
-        return size_param(self.by_workload()[workload])
+        return self.points(workload).size_param
+
+    def point(self, r: Mapping[str, Any]) -> str:
+        """The record's point as the tables' columns name it: 'n=64', or 'n=64, m=128'."""
+        return self.points(r["workload"]).text(r)
+
+    def problem(self, r: Mapping[str, Any]) -> str:
+        """The parameters that set the record's problem apart from its workload's others ('m=128'), or ''."""
+        return self.points(r["workload"]).problem(r)
 
     def peaks(self, machine: str) -> dict[str, Any]:
         return self.headers.get(machine, {}).get("environment", {}).get("peaks", {})
+
+
+def partial_line(res: Results) -> str:
+    """'… holds 4 of its 10 planned cases …' where a run stopped (or its file was torn) before every
+    planned case had its record, else ''. Refinement's cases come after the plan's, so a file that
+    holds the plan's count holds the whole plan."""
+    planned, held = res.header.get("plan_size"), len(res.latest())
+    if not isinstance(planned, int) or held >= planned:
+        return ""
+    where = str(res.path) if res.path is not None else f"run {run_id(res.header)}"
+    rest = f"; `arraybench run --resume {res.path.parent}` measures the rest" if res.path is not None else ""
+    return (f"{where} holds {held} of its {planned} planned cases: the run stopped early, and the tables, "
+            f"crossovers and answer cover only those{rest}")
 
 
 def _backend_rank(label: str) -> int:
@@ -89,12 +124,6 @@ def _backend_rank(label: str) -> int:
     names = list(BACKENDS)
     backend = label.split("·", 1)[0]
     return names.index(backend) if backend in names else len(names)
-
-
-def size_param(records: Sequence[Mapping[str, Any]]) -> str:
-    """The parameter whose value is each record's size (records do not name it)."""
-    keys = [k for k in records[0]["params"] if all(r["params"].get(k) == r.get("size") for r in records)]
-    return keys[0] if len(keys) == 1 else "size"
 
 
 @dataclass(frozen=True)
@@ -164,6 +193,7 @@ def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], l
     for group in groups.values():
         speedup.update(speedups(group))
     floors = bound.dispatch_floors(records, label)
+    # By work, not size: a workload's cases compare whatever else differs between them.
     sweeps: dict[tuple, list[CaseRecord]] = defaultdict(list)
     for r in records:
         sweeps[(r.machine, label(r), r.workload, r.dtype)].append(r)

@@ -1,15 +1,17 @@
-"""Terminal and Markdown tables: rows backend·mode, columns sizes, one table per workload and dtype."""
+"""Terminal and Markdown tables: rows backend·mode, columns parameter points, one table per workload and dtype."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from arraybench import bracket
 from arraybench.results import FAILED
 from arraybench.units import format_seconds
+from arraybench.workloads.sizes import fixed_params
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -46,6 +48,59 @@ def _params_key(r: Mapping[str, Any]) -> tuple:
     return tuple(sorted(r["params"].items()))
 
 
+def size_param(records: Sequence[Mapping[str, Any]]) -> str:
+    """The parameter whose value is each record's size (records do not name it)."""
+    keys = [k for k in records[0]["params"] if all(r["params"].get(k) == r.get("size") for r in records)]
+    return keys[0] if len(keys) == 1 else "size"
+
+
+@dataclass(frozen=True)
+class Points:
+    """What tells the cases of one workload apart: its size parameter and every parameter whose
+    value differs between them (`names`, the size first). A problem is the cases that share all
+    but the size (workloads/sizes.fixed_params); where the others vary too, `problem` names them."""
+
+    size_param: str
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, Any]]) -> Points:
+        name = size_param(records)
+        keys = sorted({k for r in records for k in r["params"]})
+        moving = [k for k in keys if len({repr(r["params"].get(k)) for r in records}) > 1 and k != name]
+        has_size = any(name in r["params"] for r in records)
+        return cls(name, (name, *moving) if has_size else tuple(moving))
+
+    def fixed(self, r: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """The record's problem: its parameters other than the size."""
+        return fixed_params(r["params"], self.size_param)
+
+    def text(self, r: Mapping[str, Any]) -> str:
+        """'n=64', or 'n=64, m=128' where m varies too: a column of the tables."""
+        if not self.names:
+            return f"size {r.get('size')}"
+        return ", ".join(f"{k}={r['params'].get(k)}" for k in self.names)
+
+    def problem(self, r: Mapping[str, Any]) -> str:
+        """'m=128' where the workload's cases differ in more than the size; '' where they do not."""
+        return ", ".join(f"{k}={r['params'].get(k)}" for k in self.names if k != self.size_param)
+
+    def order(self, r: Mapping[str, Any]) -> tuple:
+        """Columns by size, then by the other parameters that vary."""
+        others = (size_sort_key(r["params"].get(k)) for k in self.names if k != self.size_param)
+        return (size_sort_key(r.get("size")), *others)
+
+    def apart(self) -> str:
+        """Where the cases differ in more than the size: that, and what it means; else ''."""
+        others = " and ".join(k for k in self.names if k != self.size_param)
+        if not others:
+            return ""
+        if self.size_param not in self.names:
+            return f"its cases differ in {others}: each point is a problem of its own, answered apart"
+        return (f"its cases differ in {others} as well as {self.size_param}: a case with another {others} is "
+                f"another problem, answered apart, never one series over {self.size_param}")
+
+
 def size_sort_key(v: Any) -> tuple:
     """Numeric sizes in order, then named ones (user workloads may use strings)."""
     return (0, v, "") if isinstance(v, int | float) else (1, 0, str(v))
@@ -79,9 +134,32 @@ def cell(r: Mapping[str, Any], speedup: float | None) -> str:
             parts.append(r["bound"])
         return " · ".join(parts) + (" (noisy)" if r.get("noisy") else "")
     if status == "wrong":
-        err = r.get("rel_err")  # null in the file when the output held NaN or inf
-        return f"WRONG (rel err {err:.1e})" if err is not None else "WRONG (rel err not finite)"
+        detail = check_detail(r)
+        return f"WRONG ({detail})" if detail else f"WRONG (rel err {check_text(r)})"
     return status.upper() if status in FAILED else status
+
+
+# What the case executor puts before the check's own words in a wrong case's `error`.
+WRONG_PREFIX = "wrong result: "
+
+
+def check_detail(r: Mapping[str, Any]) -> str:
+    """Why a wrong case is wrong, where its error does not exceed a tolerance (a wrong shape, NaN in
+    the output: `rel_err` is null; a workload's own check): the check's own words; else ''."""
+    err, tol = r.get("rel_err"), r.get("tolerance")
+    if r["status"] != "wrong" or (err is not None and tol is not None and err > tol):
+        return ""
+    return (r.get("error") or "").removeprefix(WRONG_PREFIX) or ("rel err not finite" if err is None else "")
+
+
+def check_text(r: Mapping[str, Any]) -> str:
+    """A checked case's error against its tolerance ('3.1e-07 ≤ 1.0e-04'), or check_detail."""
+    if detail := check_detail(r):
+        return detail
+    err, tol = r.get("rel_err"), r.get("tolerance")
+    if err is None:
+        return ""
+    return f"{err:.1e}" if tol is None else f"{err:.1e} {'≤' if err <= tol else '>'} {tol:.1e}"
 
 
 def unavailable(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -98,59 +176,93 @@ def unavailable_line(records: Iterable[Mapping[str, Any]]) -> str:
     return "Not available here: " + "; ".join(f"{b} ({why})" for b, why in gone.items()) if gone else ""
 
 
-def tables(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
-    """Per workload and dtype: (title, header, rows, notes). Notes carry every failure's reason, once
-    per backend·mode; backends unavailable on this machine get no row (see `unavailable_line`)."""
-    by_wl: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+def _by_table(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """The records of each table, by (workload, dtype); a backend unavailable here has no row."""
+    out: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for r in records:
         if r["status"] != "unavailable":
-            by_wl[(r["workload"], r["dtype"])].append(r)
+            out[(r["workload"], r["dtype"])].append(r)
+    return dict(sorted(out.items()))
+
+
+def points_by_workload(records: Iterable[Mapping[str, Any]]) -> dict[str, Points]:
+    """Each workload's Points, over all its records (every dtype, machine and status)."""
+    recs: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in records:
+        recs[r["workload"]].append(r)
+    return {wl: Points.of(rs) for wl, rs in recs.items()}
+
+
+def _grid(recs: Sequence[Mapping[str, Any]], pts: Points, shown: Callable[[Mapping[str, Any]], str]
+          ) -> tuple[list[str], list[list[str]], list[str]]:
+    """(header, rows, column texts): a row per backend·mode, a column per point, `shown` in each cell."""
+    devices = {r.get("device", "cpu") for r in recs}
+    # Several machines (a cluster run, or files merged): their rows side by side.
+    machines = frozenset(r["machine"] for r in recs if r.get("machine"))
+    columns = [pts.text(r) for r in sorted({pts.text(r): r for r in recs}.values(), key=pts.order)]
+    rows_by_label: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+    for r in recs:
+        rows_by_label[row_label(r, devices, machines)][pts.text(r)] = r
+    rows = [[label, *[shown(cells[c]) if c in cells else "" for c in columns]]
+            for label, cells in sorted(rows_by_label.items())]
+    return ["backend·mode", *columns], rows, columns
+
+
+def tables(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """Per workload and dtype: (title, header, rows, notes). A column is a point of the workload's
+    parameters, named by those that vary; notes carry the fastest correct case per point, and every
+    failure's reason, once per backend·mode; backends unavailable on this machine get no row (see
+    `unavailable_line`)."""
     sp = speedups(records)
+    points = points_by_workload(records)
     out = []
-    for wl, dtype in sorted(by_wl):
-        recs = by_wl[(wl, dtype)]
+    for (wl, dtype), recs in _by_table(records).items():
+        pts = points[wl]
         devices = {r.get("device", "cpu") for r in recs}
-        # Several machines (a cluster run, or files merged): their rows side by side.
         machines = frozenset(r["machine"] for r in recs if r.get("machine"))
-        sizes = sorted({r.get("size") for r in recs}, key=size_sort_key)
-        rows_by_label: dict[str, dict[Any, Mapping[str, Any]]] = defaultdict(dict)
-        for r in recs:
-            rows_by_label[row_label(r, devices, machines)][r.get("size")] = r
-        header = ["backend·mode", *[f"size {s}" for s in sizes]]
-        rows = []
-        for label in sorted(rows_by_label):
-            cells = rows_by_label[label]
-            shown = [cell(cells[s], sp.get((cells[s]["id"], cells[s].get("machine")))) if s in cells else ""
-                     for s in sizes]
-            rows.append([label, *shown])
+        header, rows, columns = _grid(recs, pts, lambda r: cell(r, sp.get((r["id"], r.get("machine")))))
         best = []
-        for s in sizes:
-            ok = [r for r in recs if r.get("size") == s and r["status"] == "ok"]
+        for c in columns:
+            ok = [r for r in recs if pts.text(r) == c and r["status"] == "ok"]
             if ok:
                 fastest = min(ok, key=lambda r: r["median_s"])
                 named = f"{row_label(fastest, devices, machines)} ({format_seconds(fastest['median_s'])})"
                 tied = [row_label(r, devices, machines) for r in sorted(ok, key=lambda r: r["median_s"])
                         if r is not fastest and bracket.order(fastest, r) != -1]
-                best.append(f"size {s}: no fastest correct case beyond noise: {listed([named, *tied])} are "
-                            "within noise of each other" if tied else f"size {s}: fastest correct is {named}")
-        reasons: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
+                best.append(f"{c}: no fastest correct case beyond noise: {listed([named, *tied])} are "
+                            "within noise of each other" if tied else f"{c}: fastest correct is {named}")
+        reasons: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         for r in recs:
             if r["status"] != "ok" and r.get("error"):
-                reasons[(row_label(r, devices, machines), r["status"], r["error"])].append(r.get("size"))
-        notes = best + [
-            f"{label}{_at_sizes(at, sizes)}: {status} — {error}"
+                reasons[(row_label(r, devices, machines), r["status"], r["error"])].append(pts.text(r))
+        notes = [pts.apart()] if pts.apart() else []
+        notes += best + [
+            f"{label}{_at_points(at, columns)}: {status} — {error}"
             for (label, status, error), at in sorted(reasons.items())
         ]
-        title = f"{wl} ({dtype}; median per call ± IQR · speedup vs numpy · first call · bound)"
+        numpy = " · speedup vs numpy" if any((r["id"], r.get("machine")) in sp for r in recs) else ""
+        title = f"{wl} ({dtype}; median per call ± IQR{numpy} · first call · bound)"
         out.append((title, header, rows, notes))
     return out
 
 
-def _at_sizes(at: list[Any], sizes: list[Any]) -> str:
-    """Where a failure happened: nothing when at every size of the table, else the sizes."""
-    if len(at) == len(sizes):
+def _at_points(at: list[str], columns: list[str]) -> str:
+    """Where a failure happened: nothing when at every point of the table, else the points."""
+    if len(at) == len(columns):
         return ""
-    return " at size " + ", ".join(map(str, sorted(at, key=size_sort_key)))
+    return " at " + "; ".join(c for c in columns if c in at)
+
+
+def checks(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per workload and dtype: (title, header, rows) of each checked case's error against its tolerance."""
+    points = points_by_workload(records)
+    out = []
+    for (wl, dtype), recs in _by_table(records).items():
+        header, rows, _ = _grid(recs, points[wl], check_text)
+        if any(any(row[1:]) for row in rows):
+            out.append((f"{wl} ({dtype}; relative error against the float64 reference, and its tolerance)",
+                        header, rows))
+    return out
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -170,13 +282,24 @@ def render_text(records: Sequence[Mapping[str, Any]],
     return "\n\n".join(blocks)
 
 
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of one Markdown table, every `|` in a cell escaped."""
+    esc = [[c.replace("|", "\\|") for c in row] for row in rows]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *["| " + " | ".join(row) + " |" for row in esc]]
+
+
 def render_markdown(records: Sequence[Mapping[str, Any]]) -> str:
     blocks = []
     for title, header, rows, notes in tables(records):
-        esc = [[c.replace("|", "\\|") for c in row] for row in rows]
-        md = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        md += ["| " + " | ".join(row) + " |" for row in esc]
+        md = [f"### {title}", "", *markdown_table(header, rows)]
         if notes:
             md += [""] + [f"- {n}" for n in notes]
         blocks.append("\n".join(md))
     return "\n\n".join(blocks)
+
+
+def render_checks_markdown(records: Sequence[Mapping[str, Any]]) -> str:
+    """Each checked case's error against its tolerance, a table per workload and dtype."""
+    return "\n\n".join("\n".join([f"### {title}", "", *markdown_table(header, rows)])
+                        for title, header, rows in checks(records))

@@ -1,0 +1,74 @@
+"""A series is one problem at several sizes: cases that differ in another parameter are never strung into one."""
+
+import csv
+
+from test_report import record, results_of
+
+from arraybench.report import write_all
+from arraybench.report.answer import answers
+from arraybench.report.crossovers import crossovers
+from arraybench.report.model import ReportData
+
+
+def matvec(n, m, backend, mode, median, **extra):
+    return record("matvec", n, backend, mode, median, params={"n": n, "m": m},
+                  id=f"matvec[m={m},n={n}]/{backend}-{mode}/float32/cpu/t1/x", **extra)
+
+
+def two_presets():
+    """Presets that change n and m together: numpy wins {n: 64, m: 128}, jax·jit {n: 512, m: 1024}."""
+    return [matvec(64, 128, "numpy", "eager", 1e-6), matvec(64, 128, "jax", "jit", 4e-5),
+            matvec(512, 1024, "numpy", "eager", 8e-3), matvec(512, 1024, "jax", "jit", 8e-5)]
+
+
+def test_presets_that_change_two_parameters_are_two_problems_not_one_series(tmp_path):
+    data = ReportData.from_results([results_of(two_presets())])
+    found = crossovers(data)
+    said = answers(data, found)
+    assert found == []
+    assert [a.title for a in said] == ["matvec (float32; m=128)", "matvec (float32; m=1024)"]
+    assert said[0].verdict.startswith("At n = 64, numpy·eager is fastest")
+    assert said[1].verdict.startswith("At n = 512, jax·jit is fastest")
+    rep = write_all([results_of(two_presets())], tmp_path)
+    # The table names both parameters of each column and says why they are not one series.
+    header = next(line for line in rep.summary.splitlines() if line.startswith("backend·mode"))
+    assert "n=64, m=128" in header and "n=512, m=1024" in header and "size 64" not in header
+    apart = "its cases differ in m as well as n: a case with another m is another problem"
+    assert apart in rep.summary.split("Crossovers")[0]
+    # The crossovers line agrees with the table and the answer: no series, and why.
+    line = next(line for line in rep.summary.splitlines() if line.startswith("Crossovers"))
+    assert "no workload was measured at two or more sizes of one problem; matvec: " + apart in line
+    assert "up to n = 64" not in rep.summary and "from n = 512" not in rep.summary
+    md = (tmp_path / "report.md").read_text()
+    assert "**matvec (float32; m=128).** At n = 64" in md and "**matvec (float32; m=1024).** At n = 512" in md
+
+
+def test_a_sweep_beside_a_preset_that_changes_another_parameter_is_a_series_of_its_own(tmp_path):
+    # At m = 128, numpy grows with n and jax·jit is flat: jax·jit overtakes between n = 128 and 256.
+    recs = [r for n in (64, 128, 256) for r in (matvec(n, 128, "numpy", "eager", 1e-6 * n / 64),
+                                                matvec(n, 128, "jax", "jit", 3e-6))]
+    recs += [matvec(512, 1024, "numpy", "eager", 1e-6), matvec(512, 1024, "jax", "jit", 5e-6)]
+    rep = write_all([results_of(recs)], tmp_path)
+    data = ReportData.from_results([results_of(recs)])
+    found = crossovers(data)
+    assert [(c.problem, c.faster_below, c.faster_above, c.lo, c.hi) for c in found] == [
+        ("m=128", "numpy·eager", "jax·jit", 128, 256)]
+    assert found[0].describe().startswith("matvec (float32; m=128): jax·jit overtakes numpy·eager at n ≈ ")
+    said = {a.problem: a.text() for a in answers(data, found)}
+    assert said["m=128"].startswith("numpy·eager is fastest below n ≈ ")
+    # n = 512 at m = 1024 is not the end of the m = 128 series, where jax·jit leads.
+    assert said["m=1024"].startswith("At n = 512, numpy·eager is fastest")
+    rows = list(csv.DictReader((tmp_path / "crossovers.csv").open()))
+    assert [(r["params"], r["bracket_lo"], r["bracket_hi"]) for r in rows] == [("m=128", "128", "256")]
+    html = (tmp_path / "report.html").read_text()
+    assert "<td>matvec (m=128)</td>" in html and "<th scope=\"col\">other parameters</th>" in html
+    assert "matvec (float32; m=1024)" in rep.summary
+
+
+def test_a_workload_whose_cases_differ_only_in_the_size_keeps_its_plain_titles(tmp_path):
+    recs = [matvec(n, 128, "numpy", "eager", 1e-6 * n) for n in (64, 512)]
+    rep = write_all([results_of(recs)], tmp_path)
+    assert "matvec (float32): numpy·eager is fastest at every measured n (64 to 512)" in rep.summary
+    header = next(line for line in rep.summary.splitlines() if line.startswith("backend·mode"))
+    assert header.split() == ["backend·mode", "n=64", "n=512"]
+    assert "as well as" not in rep.summary
