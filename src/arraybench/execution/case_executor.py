@@ -79,8 +79,10 @@ class Expected:
 
 
 def cache_name(kind: str, case: Case, seed: int) -> str:
-    """The cache entry of `kind` for a case's parameter point and dtype (shared by its backends and modes)."""
-    return f"{kind}-" + hashlib.sha256(repr((case.workload, case.source, seed, case.dtype)).encode()).hexdigest()[:24]
+    """The cache entry of `kind` for a case's parameter point and dtype (shared by its backends and modes),
+    in its Python environment: an environment's variables (`--env-var`) may change what its inputs are."""
+    key = (case.workload, case.source, seed, case.dtype) + ((case.env,) if case.env else ())
+    return f"{kind}-" + hashlib.sha256(repr(key).encode()).hexdigest()[:24]
 
 
 class CaseExecutor:
