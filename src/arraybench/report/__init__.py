@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arraybench.errors import UsageError
-from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap
+from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap, winners
 from arraybench.report.files import csv_text
 from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows
 from arraybench.results import Results, atomic_write_text
@@ -29,17 +29,18 @@ class Report:
     plots: tuple[Path, ...]
 
 
-def summary_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer],
+def summary_text(data: ReportData, found: list[crossovers.Crossover],
                  draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
-    """Tables per machine (drawn by `draw`), the crossovers, then the answer: what the terminal
-    shows after a run, its last lines the ones a reader sees without scrolling."""
+    """Tables per machine (drawn by `draw`), the crossovers, then the answer as a table: what the
+    terminal shows after a run, its last lines the ones a reader sees without scrolling."""
     blocks = []
     for machine in data.machines:
         recs = [r for r in data.records if r["machine"] == machine]
         heading = f"machine {machine}\n\n" if len(data.machines) > 1 else ""
         blocks.append(heading + table.render_text(recs, draw))
-    lines = [f"  {a.title}{_at(data, a)}: {a.text()}" for a in said]
-    return "\n\n".join([*blocks, crossovers.render_text(data, found), "\n".join(["The answer:", *lines])])
+    glance = "The answer at a glance (in words: report.md)\n" + (draw or table.text_table)(
+        *winners.terminal_table(winners.rows(data), found))
+    return "\n\n".join([*blocks, crossovers.render_text(data, found), glance])
 
 
 def _at(data: ReportData, a: answer.Answer) -> str:
@@ -48,13 +49,16 @@ def _at(data: ReportData, a: answer.Answer) -> str:
 
 def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer],
                   plots: Sequence[Path]) -> str:
-    """report.md: the answer per workload, the overview plots, then tables, crossovers and details."""
-    md = ["# arraybench report", ""]
+    """report.md: the winners map and a line per workload, the answer in words, the overview plots,
+    then tables, crossovers and details."""
+    svgs = [p for p in plots if p.suffix == ".svg"]
+    md = ["# arraybench report", "", *[f"![The answer at a glance](plots/{p.name})" for p in svgs
+                                       if p.stem == "winners"], ""]
+    md += [f"- **{row.title}** — {winners.line(row, found)}" for row in winners.rows(data)] + [""]
     if line := table.unavailable_line(data.records):
         md += [line, ""]
     md += ["## The answer", ""]
     md += [f"**{a.title}{_at(data, a)}.** {a.text()}\n" for a in said] or ["No case was correct.", ""]
-    svgs = [p for p in plots if p.suffix == ".svg"]
     first = [p for p in svgs if p.stem == "speedup-heatmap" or p.stem.startswith("roofline")]
     md += [*[f"![{p.stem}](plots/{p.name})" for p in first], ""]
     for machine in data.machines:
@@ -134,7 +138,7 @@ def write_all(results: Sequence[Results], out_dir: Path,
         plots, warnings = [], ("no plots: matplotlib is not installed (pip install 'arraybench[report]')",)
     warnings += host_warnings(data)
     files = tuple(p for plot in plots for p in (plot.svg, plot.png))
-    report = Report(summary_text(data, found, said, draw), warnings, out_dir / "report.md", out_dir / "results.csv",
+    report = Report(summary_text(data, found, draw), warnings, out_dir / "report.md", out_dir / "results.csv",
                     out_dir / "crossovers.csv", out_dir / "report.html", files)
     atomic_write_text(report.markdown, markdown_text(data, found, said, files))
     atomic_write_text(report.csv, csv_text(data))

@@ -12,7 +12,7 @@ from typing import Any
 from arraybench import bracket
 from arraybench.devices import kind_of
 from arraybench.palette import FAILED_GREY, FAILED_RED, NOT_RUN_GREY, colour
-from arraybench.report import bound, devices, vmap
+from arraybench.report import bound, devices, vmap, winners
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
@@ -70,6 +70,8 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
         made.append(plot)
 
     with matplotlib.rc_context(RC):
+        if glance := winners.rows(data):  # first: the picture the report opens with
+            save("winners", "Winners map", winners.CAPTION, winners.figure(glance, data.labels()))
         dtypes = sorted({r["dtype"] for r in data.records})
         swept = sweeps(data)
         for wl, all_recs in data.by_workload().items():  # per workload: its scaling, then its bars
