@@ -142,8 +142,8 @@ def test_html_is_self_contained_and_lists_problems(report):
     _, out = report
     page = (out / "report.html").read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)  # nothing fetched from the network
-    assert page.count('<figure class="plot"') == 4  # bars, scaling, heatmap, roofline
-    assert page.count("data:image/svg+xml;base64,") == 4
+    assert page.count('<figure class="plot"') == 5  # winners map, bars, scaling, heatmap, roofline
+    assert page.count("data:image/svg+xml;base64,") == 5
     assert 'class="sortable"' in page
     assert "RuntimeError: boom" in page
     assert page.count("cupy is not installed") == 1  # one line above the answer, no row
@@ -151,8 +151,9 @@ def test_html_is_self_contained_and_lists_problems(report):
     assert 'class="status noisy"' in page
     assert "<td>numpy·eager</td><td>jax·jit</td>" in page and "<td>open</td>" in page  # crossover table
     assert "matmul float32 80 GFLOP/s" in page and "Test CPU" in page
-    # The answer comes first, before any picture or table.
-    assert page.index('id="answer"') < page.index('id="overview"') < page.index('id="results"')
+    # The answer comes first: its map and lines, then its words, before any other picture or table.
+    order = [page.index(f'id="{section}"') for section in ("glance", "answer", "overview", "results")]
+    assert order == sorted(order)
 
 
 def test_every_string_from_results_is_escaped(tmp_path):
@@ -212,11 +213,11 @@ def test_tiny_real_run_writes_the_whole_report_and_report_rebuilds_it(tmp_path, 
     code, stdout, stderr = run_cli("run", "--backends", "numpy,numba", "--sizes", "2,4", "--threads", "1",
                                    "--output-dir", str(run_dir), *TINY)
     assert code == 0, stderr
-    for name in ("results.jsonl", "report.md", "results.csv", "report.html", "plots/bars-linreg.svg",
-                 "plots/scaling-linreg.png", "plots/speedup-heatmap.svg", "plots/roofline-float32.svg",
-                 "crossovers.csv"):
+    for name in ("results.jsonl", "report.md", "results.csv", "report.html", "plots/winners.svg",
+                 "plots/bars-linreg.svg", "plots/scaling-linreg.png", "plots/speedup-heatmap.svg",
+                 "plots/roofline-float32.svg", "crossovers.csv"):
         assert (run_dir / name).stat().st_size > 0, name
-    assert "Crossovers" in stdout and "The answer:" in stdout and "report.html" in stderr
+    assert "Crossovers" in stdout and "The answer at a glance" in stdout and "report.html" in stderr
     assert load_results(run_dir).environment["peaks"]["method"] == "stated by ARRAYBENCH_PEAKS"
     rebuilt = tmp_path / "rebuilt"
     code, stdout, _ = run_cli("report", str(run_dir / "results.jsonl"), "--output-dir", str(rebuilt))

@@ -38,7 +38,9 @@ def test_the_answer_opens_report_md_and_names_who_wins_where_by_how_much_and_the
     assert "numpy·eager is fastest up to n = 128; from n = 256, numpy·eager and torch·eager are within noise " \
            "of each other." in matmul
     assert "compute-bound at n = 2048" in matmul
-    assert add.split("** ", 1)[1].strip() in rep.summary.split("The answer:")[1]  # the terminal ends on the answers
+    # The terminal ends on the same answer as a table, a row per workload, not the paragraphs.
+    glance = rep.summary.rsplit("The answer at a glance", 1)[1]
+    assert "numpy·eager 4.8× (n = 100)" in glance and "torch·eager 1.17× (n = 10⁶)" in glance and "Why" not in glance
 
 
 def test_bisected_crossovers_are_bracketed_by_close_measured_sizes_in_crossovers_csv(bisected):
@@ -175,7 +177,8 @@ def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(t
     rep = write_all([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})], tmp_path)
     data = ReportData.from_results([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})])
     assert [r["bound"] for r in data.records] == [None, None]
-    assert "linreg (float32): numpy·eager is fastest" in rep.summary and "Why" not in rep.summary
+    said = next(x for x in (tmp_path / "report.md").read_text().splitlines() if x.startswith("**linreg (float32).**"))
+    assert "numpy·eager is fastest" in said and "Why" not in said and "-bound" not in rep.summary
 
 
 def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
@@ -185,9 +188,9 @@ def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
 
     recs = [gpu("torch", "jit", 64, 2e-6, 40e-6), gpu("cupy", "eager", 64, 3e-6, 8e-6),
             gpu("torch", "jit", 4096, 2e-4, 2.1e-4), gpu("cupy", "eager", 4096, 4e-4, 4.1e-4)]
-    rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
+    write_all([results_of(recs, peaks=PEAKS)], tmp_path)
     # torch·jit's 2 µs median is the device's time in a pipelined block; alone, a call costs 40 µs
-    assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in rep.summary
+    assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in (tmp_path / "report.md").read_text()
 
 
 def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable(tmp_path):
@@ -200,10 +203,11 @@ def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable
             "numpy runs on cpu only, not gpu).")
     # Nothing measured at all: the answer still says what is missing, never nothing.
     rep = write_all([results_of(missing)], tmp_path / "gpu-only")
-    assert f"linreg (float32): {said}" in rep.summary
+    assert f"linreg (float32): {said}" in rep.summary and said in rep.markdown.read_text()
     # The CPU measured beside them: its verdict stands, and the missing GPU is said after it.
     rep = write_all([results_of([*missing, record("linreg", 1, "numpy", "eager", 1e-3)])], tmp_path / "both")
-    assert "numpy·eager·cpu is fastest" in rep.summary and said in rep.summary
+    md = rep.markdown.read_text()
+    assert "numpy·eager·cpu is fastest" in md and said in md and said in rep.summary
     # One GPU case measured: the GPU was measured, the others' absence is the one line atop the report.
     ran = record("linreg", 1, "torch", "eager", 2e-3, device="gpu", id="linreg[d=1]/torch-eager/gpu")
     rep = write_all([results_of([*missing, ran])], tmp_path / "one")
@@ -228,7 +232,7 @@ def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigza
     assert line.split("** ", 1)[1].startswith("numpy·eager is fastest"), line
     # 0.96 ms against 1 ms, but five samples each spread -3 % to +5 %: their intervals overlap
     assert "from d = 10⁶, numba·jit and numpy·eager are within noise of each other." in line, line
-    assert line.split("** ", 1)[1] in rep.summary
+    assert "numba·jit ≈ numpy·eager (d = 10⁶)" in rep.summary  # the terminal's table: a tie, no winner
 
 
 def lead_at_the_largest_size(cupy_median, cupy_ci):
@@ -287,8 +291,8 @@ def spread(workload, cells):
 def test_the_fastest_at_one_size_is_named_only_beyond_noise(tmp_path, torch_ci, said, table):
     recs = spread("add", {(1000, "numpy"): (1e-3, (0.98e-3, 1.02e-3)), (1000, "torch"): (1.05e-3, torch_ci)})
     rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
-    assert said in rep.summary.split("The answer:")[1]
-    assert table in rep.summary.split("The answer:")[0]
+    assert said in rep.markdown.read_text().split("## The answer")[1]
+    assert table in rep.summary.split("The answer at a glance")[0]
 
 
 def test_a_tie_between_two_leads_is_said_and_no_side_is_picked_there():

@@ -1,4 +1,5 @@
-"""report.html in a real browser (Debian's chromium, headless): no console errors, every plot displayed, sortable."""
+"""report.html in a real browser (Debian's chromium, headless): the winners map on the first screen, no console
+errors, every plot displayed, sortable."""
 
 import json
 import os
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 # Injected into a copy of the page, before its own script: records every error and, once the
 # page has loaded, what a reader would see, into the DOM where --dump-dom can read it.
-PROBE = """<script>
+PROBE = r"""<script>
 window.probeErrors = [];
 const probeConsoleError = console.error;
 console.error = (...args) => { window.probeErrors.push(args.map(String).join(" ")); probeConsoleError(...args); };
@@ -39,10 +40,13 @@ addEventListener("load", () => {
   const evil = {asText: document.body.textContent.includes('<img src=x onerror=alert(1)>'),
                 asElement: document.querySelectorAll('img[src="x"]').length};
   const first = document.querySelector("main section");
-  const answer = {first: first.id, top: Math.round(first.getBoundingClientRect().top),
-                  paragraphs: first.querySelectorAll("p.answer").length};
+  const map = first.querySelector("figure.plot img").getBoundingClientRect();
+  const glance = {first: first.id, map: [map.left, map.top, map.right, map.bottom].map(Math.round),
+                  screen: [innerWidth, innerHeight],
+                  words: Array.from(first.querySelectorAll("ul.glance li"), (li) => li.textContent.split(/\s+/).length),
+                  paragraphs: document.querySelectorAll("#answer p.answer").length};
   out.textContent = JSON.stringify({plots: imgs.length, shown: shown.length, errors: window.probeErrors, order, evil,
-                                    answer});
+                                    glance});
   document.body.append(out);
 });
 </script>"""
@@ -63,7 +67,8 @@ def test_report_page_in_headless_chromium(tmp_path):
     probe_page = out / "probe.html"
     probe_page.write_text(rep.html.read_text().replace("<head>", "<head>\n" + PROBE, 1))
 
-    dom = chromium(tmp_path, "--virtual-time-budget=10000", "--dump-dom", probe_page.as_uri())
+    dom = chromium(tmp_path, "--virtual-time-budget=10000", "--window-size=1300,900", "--dump-dom",
+                   probe_page.as_uri())
     found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
     assert found, dom.stderr[-2000:]
     seen = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
@@ -71,16 +76,22 @@ def test_report_page_in_headless_chromium(tmp_path):
     # The workload named <img src=x onerror=alert(1)> is shown as text and never becomes an element.
     assert seen["evil"] == {"asText": True, "asElement": 0}
     assert "CONSOLE" not in dom.stderr  # the page itself logs nothing, errors included
-    # bars and scaling for both workloads, heatmap, roofline: each drawn by the browser
-    assert seen["plots"] == len(rep.plots) // 2 == 6 and seen["shown"] == 6
-    # The answer is the first thing on the page, one paragraph per workload, on the first screen.
-    assert seen["answer"]["first"] == "answer" and seen["answer"]["paragraphs"] == 2
-    assert seen["answer"]["top"] < 300
+    # the winners map, bars and scaling for both workloads, heatmap, roofline: each drawn by the browser
+    assert seen["plots"] == len(rep.plots) // 2 == 7 and seen["shown"] == 7
+    # The page opens with the winners map, whole inside the first screen (1300×900), a line of at most
+    # 25 words per workload under it; the answer's paragraphs follow.
+    # (headless chromium's --dump-dom keeps room for a browser's bars: the page gets 1300×757 of the window)
+    left, top, right, bottom = seen["glance"]["map"]
+    width, height = seen["glance"]["screen"]
+    assert seen["glance"]["first"] == "glance" and width == 1300 and 700 < height <= 900, seen["glance"]
+    assert 0 < left and 0 < top < 300 and right <= width and bottom <= height and right - left > 300, seen["glance"]
+    assert len(seen["glance"]["words"]) == 2 and max(seen["glance"]["words"]) <= 25
+    assert seen["glance"]["paragraphs"] == 2
     timed = [float(v) for v in seen["order"] if v]
     assert timed == sorted(timed) and len(timed) > 10
     assert seen["order"][-1] == ""  # cases without a time sort last
 
     shot = tmp_path / "report.png"
-    chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,2400", f"--screenshot={shot}", rep.html.as_uri())
-    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 50_000
+    chromium(tmp_path, "--hide-scrollbars", "--window-size=1300,900", f"--screenshot={shot}", rep.html.as_uri())
+    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 30_000
     print(f"screenshot: {shot}")

@@ -62,13 +62,13 @@ def test_a_sweep_beside_a_preset_that_changes_another_parameter_is_a_series_of_i
     assert [(r["params"], r["bracket_lo"], r["bracket_hi"]) for r in rows] == [("m=128", "128", "256")]
     html = (tmp_path / "report.html").read_text()
     assert "<td>matvec (m=128)</td>" in html and "<th scope=\"col\">other parameters</th>" in html
-    assert "matvec (float32; m=1024)" in rep.summary
+    assert "matvec (float32; m=1024)" in rep.markdown.read_text()
 
 
 def test_a_workload_whose_cases_differ_only_in_the_size_keeps_its_plain_titles(tmp_path):
     recs = [matvec(n, 128, "numpy", "eager", 1e-6 * n) for n in (64, 512)]
     rep = write_all([results_of(recs)], tmp_path)
-    assert "matvec (float32): numpy·eager is fastest at every measured n (64 to 512)" in rep.summary
+    assert "**matvec (float32).** numpy·eager is fastest at every measured n (64 to 512)" in rep.markdown.read_text()
     header = next(line for line in rep.summary.splitlines() if line.startswith("backend·mode"))
     assert header.split() == ["backend·mode", "n=64", "n=512"]
     assert "as well as" not in rep.summary

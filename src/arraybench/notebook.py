@@ -1,6 +1,7 @@
 """Notebook display of a run: a one-line repr and an HTML table per workload, coloured as a heatmap.
 
-Near a leaf (of arraybench it imports only the record leaf), so results.Results can use it without a cycle.
+Near a leaf (of arraybench it imports only the record and palette leaves), so results.Results can use it
+without a cycle.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from arraybench.palette import colour
 from arraybench.record import CaseRecord
 
 FAILED = ("wrong", "error", "timeout", "crashed")
@@ -84,7 +86,10 @@ def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
                     style = ' style="background:repeating-linear-gradient(45deg,#fdd,#fdd 4px,#fff 4px,#fff 8px)"' \
                         if cell.status in FAILED else ' style="color:#888"'
                     cells.append(f'<td{style} title="{html.escape(str(cell.error or ""))}">{status}</td>')
-            body.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
+            # The backend·mode's colour, as in the report's plots and its winners map.
+            swatch = f'<span style="display:inline-block;width:.8em;height:.8em;margin-right:.3em;' \
+                     f'background:{colour(label)}"></span>'
+            body.append(f"<tr><th>{swatch}{html.escape(label)}</th>{''.join(cells)}</tr>")
         parts.append(f"<table><caption>{html.escape(workload)} ({html.escape(dtype)})</caption>"
                      f"<tr><th>backend·mode \\ size</th>{head}</tr>{''.join(body)}</table>")
     return "\n".join(parts)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arraybench.errors import UsageError
-from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap
+from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap, winners
 from arraybench.report.files import csv_text
 from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, memory_reference
 from arraybench.results import Results, atomic_write_text
@@ -29,18 +29,20 @@ class Report:
     plots: tuple[Path, ...]
 
 
-def summary_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer],
+def summary_text(data: ReportData, found: list[crossovers.Crossover], said: Sequence[answer.Answer],
                  draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
-    """Tables per machine (drawn by `draw`), the crossovers, then the answer: what the terminal
-    shows after a run, its last lines the ones a reader sees without scrolling."""
+    """Tables per machine (drawn by `draw`), the crossovers, then the answer as a table: what the
+    terminal shows after a run, its last lines the ones a reader sees without scrolling. What was
+    not measured at all ("No GPU was measured …") follows it."""
     blocks = []
     for machine in data.machines:
         recs = [r for r in data.records if r["machine"] == machine]
         heading = f"machine {machine}\n\n" if len(data.machines) > 1 else ""
         blocks.append(heading + table.render_text(recs, draw))
-    lines = [f"  {a.title}{_at(data, a)}: {a.text()}" for a in said]
-    answer_block = "\n".join(["The answer:", *lines]) if lines else f"The answer: none, {answer.NOTHING_CORRECT}."
-    return "\n\n".join([*blocks, crossovers.render_text(data, found), answer_block])
+    glance = "The answer at a glance (in words: report.md)\n" + (draw or table.text_table)(
+        *winners.terminal_table(winners.rows(data), found))
+    glance += "".join(f"\n{a.title}{_at(data, a)}: {a.unmeasured}" for a in said if a.unmeasured)
+    return "\n\n".join([*blocks, crossovers.render_text(data, found), glance])
 
 
 def _at(data: ReportData, a: answer.Answer) -> str:
@@ -49,14 +51,17 @@ def _at(data: ReportData, a: answer.Answer) -> str:
 
 def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: list[answer.Answer],
                   plots: Sequence[Path]) -> str:
-    """report.md: the answer per workload, the overview plots, then tables, crossovers and details."""
-    md = ["# arraybench report", ""]
+    """report.md: the winners map and a line per workload, the answer in words, the overview plots,
+    then tables, crossovers and details."""
+    svgs = [p for p in plots if p.suffix == ".svg"]
+    md = ["# arraybench report", "", *[f"![The answer at a glance](plots/{p.name})" for p in svgs
+                                       if p.stem == "winners"], ""]
+    md += [f"- **{row.title}** — {winners.line(row, found)}" for row in winners.rows(data)] + [""]
     md += [f"**Partial:** {line}.\n" for line in data.partial]
     if line := table.unavailable_line(data.records):
         md += [line, ""]
     md += ["## The answer", ""]
     md += [f"**{a.title}{_at(data, a)}.** {a.text()}\n" for a in said] or [f"None: {answer.NOTHING_CORRECT}.", ""]
-    svgs = [p for p in plots if p.suffix == ".svg"]
     first = [p for p in svgs if p.stem == "speedup-heatmap" or p.stem.startswith("roofline")]
     md += [*[f"![{p.stem}](plots/{p.name})" for p in first], ""]
     for machine in data.machines:

@@ -11,6 +11,7 @@ from typing import Any
 
 from arraybench import bracket
 from arraybench.devices import kind_of
+from arraybench.palette import colour
 from arraybench.report.model import ReportData
 from arraybench.units import format_seconds
 
@@ -293,8 +294,7 @@ def html_section(data: ReportData) -> str:
     return "".join(parts) + "</section>"
 
 
-# Paul Tol's bright scheme (colour-blind safe), one colour per backend·mode; sizes by line style.
-PALETTE = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#000000")
+# Sizes by line style; the colour is the backend·mode's, as in every plot (palette.py).
 LINE_STYLES = ("-", "--", "-.", ":")
 
 
@@ -319,13 +319,11 @@ def plots(data: ReportData, save: Callable[[str, str, str, Any], None]) -> None:
             ax.axhline(cores[0], color="#999999", linestyle="--", linewidth=0.8,
                        label=f"the {cores[0]} cores the CPU devices share")
         # One colour per backend·mode, one line style per size: a reader follows a framework across sizes.
-        labels = sorted({s.label for s in group})
         sizes = sorted({s.size for s in group}, key=lambda v: (str(type(v)), v))
         for s in group:
             pts = [(p.n, p.speedup) for p in s.points if p.speedup is not None]
-            colour = PALETTE[labels.index(s.label) % len(PALETTE)]
             style = LINE_STYLES[sizes.index(s.size) % len(LINE_STYLES)]
-            ax.plot([n for n, _ in pts], [x for _, x in pts], marker="o", color=colour, linestyle=style,
+            ax.plot([n for n, _ in pts], [x for _, x in pts], marker="o", color=colour(s.label), linestyle=style,
                     label=f"{s.label} [{s.size}] {s.kind}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(c) for c in counts])

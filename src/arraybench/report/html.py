@@ -11,7 +11,7 @@ from string import Template
 from typing import Any
 
 from arraybench import __version__
-from arraybench.report import bound, devices, gpu, vmap
+from arraybench.report import bound, devices, gpu, vmap, winners
 from arraybench.report.answer import NOTHING_CORRECT, Answer
 from arraybench.report.crossovers import Crossover, render_text
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
@@ -45,16 +45,18 @@ def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], sai
     noisy = sum(bool(r.get("noisy")) for r in data.records)
     machines = ", ".join(data.machines)
     overview = [p for p in plots if p.name == "speedup-heatmap" or p.name.startswith("roofline")]
+    glance = [p for p in plots if p.name == "winners"]
     notes = [f'<p class="muted">{e(w)}</p>' for w in warnings]
     return Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         version=e(__version__),
         title="arraybench report",
         subtitle=e(f"{len(data.records)} cases on {machines} · generated {time.strftime('%Y-%m-%d %H:%M %Z')}"),
+        glance=glance_html(data, found, glance, said),
         answer=answer_html(data, said, counts, noisy),
         overview="\n".join([*notes, *(plot_html(p) for p in overview)])
         or '<p class="muted">No plots: nothing was measured.</p>',
         crossovers=crossovers_html(data, found),
-        plots="\n".join(plot_html(p) for p in plots if p not in overview)
+        plots="\n".join(plot_html(p) for p in plots if p not in overview + glance)
         or '<p class="muted">No plots per workload.</p>',
         bounds=bounds_html(rate_notes),
         gpu=gpu.html_section(data.records),
@@ -66,6 +68,15 @@ def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], sai
     )
 
 
+def glance_html(data: ReportData, found: list[Crossover], glance: list[Plot], said: list[Answer]) -> str:
+    """The winners map, then a line per workload whose name links to its answer in words."""
+    written = {winners.anchor(a.workload, a.dtype, a.machine) for a in said}
+    items = [f'<li><a href="#{row.anchor if row.anchor in written else "problems"}"><b>{e(row.title)}</b></a> — '
+             f"{e(winners.line(row, found))}</li>" for row in winners.rows(data)]
+    return "\n".join([*(plot_html(p) for p in glance), f'<ul class="glance">{"".join(items)}</ul>' if items
+                       else '<p class="muted">Nothing was measured.</p>'])
+
+
 def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], noisy: int) -> str:
     out = []
     if line := unavailable_line(data.records):
@@ -74,7 +85,8 @@ def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], no
     for a in said:
         where = f" @{a.machine}" if many else ""
         why = f' <span class="why">{e(a.why)}</span>' if a.why else ""
-        out.append(f'<p class="answer"><b>{e(a.title + where)}.</b> {e(a.verdict)}{why}</p>')
+        out.append(f'<p class="answer" id="{e(winners.anchor(a.workload, a.dtype, a.machine))}">'
+                   f"<b>{e(a.title + where)}.</b> {e(a.verdict)}{why}</p>")
     if not said:
         out.append(f"<p>No answer: {e(NOTHING_CORRECT)}.</p>")
     cards = [(n, s) for s, n in counts.items() if n] + [(noisy, "noisy")]

@@ -10,19 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.devices import kind_of
-from arraybench.report import bound, devices, vmap
+from arraybench.palette import FAILED_GREY, FAILED_RED, NOT_RUN_GREY, colour
+from arraybench.report import bound, devices, vmap, winners
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
 from arraybench.results import atomic_path
 from arraybench.units import format_seconds
 
-BACKEND_COLOURS = {
-    "numpy": "#4477aa", "numba": "#228833", "jax": "#aa3377",
-    "tensorflow": "#ee7733", "torch": "#cc3311", "cupy": "#009988",
-}
-OTHER_COLOURS = ("#666666", "#bbbb33", "#66ccee", "#994455")
-FAILED_GREY, NOT_RUN_GREY = "#9a9a9a", "#e4e4e4"
 RC = {
     "svg.fonttype": "none",  # text stays text: searchable, selectable, small
     "svg.hashsalt": "arraybench",  # stable ids, so an unchanged report gives unchanged files
@@ -45,16 +40,6 @@ class Plot:
     caption: str
     svg: Path
     png: Path
-
-
-def colour(label: str) -> str:
-    """Same colour for a backend everywhere; eager is a lighter shade of its backend's jit."""
-    backend, _, rest = label.partition("·")
-    base = BACKEND_COLOURS.get(backend) or OTHER_COLOURS[sum(map(ord, backend)) % len(OTHER_COLOURS)]
-    if rest.startswith("eager"):
-        r, g, b = (int(base[i:i + 2], 16) for i in (1, 3, 5))
-        return "#" + "".join(f"{int(c + (255 - c) * 0.45):02x}" for c in (r, g, b))
-    return base
 
 
 def slug(text: str) -> str:
@@ -84,6 +69,8 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
         made.append(plot)
 
     with matplotlib.rc_context(RC):
+        if glance := winners.rows(data):  # first: the picture the report opens with
+            save("winners", "Winners map", winners.CAPTION, winners.figure(glance, data.labels()))
         dtypes = sorted({r["dtype"] for r in data.records})
         swept = sweeps(data)
         for wl, all_recs in data.by_workload().items():  # per workload: its scaling, then its bars
@@ -166,7 +153,7 @@ def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) ->
             if r["status"] != "ok":
                 ax.text(i, 0.02, status_word(r) or r["status"], transform=ax.get_xaxis_transform(),
                         rotation=90, ha="center", va="bottom", fontsize=9,
-                        color="#b00020" if r["status"] not in NOT_RUN else "#777777")
+                        color=FAILED_RED if r["status"] not in NOT_RUN else "#777777")
                 continue
             med = r["median_s"]
             err = [[med - r["q25_s"]], [r["q75_s"] - med]]

@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from arraybench import __version__, bracket
+from arraybench.palette import colour
 from arraybench.report.answer import leads
 from arraybench.report.model import CaseView
 from arraybench.report.table import size_sort_key, size_text
@@ -46,6 +47,7 @@ th { background: #f0f2f5; }
 .muted, .figs { color: var(--muted); }
 .figs { font-size: .82rem; }
 .tie { background: #fff4d1; }
+.swatch { display: inline-block; width: .8em; height: .8em; margin-right: .35em; border: 1px solid #0003; }
 .faster { color: var(--ok); } .slower { color: var(--bad); }
 """
 
@@ -53,6 +55,11 @@ th { background: #f0f2f5; }
 def e(value: Any) -> str:
     """Any value as HTML text: results come from files anyone may have written."""
     return escape(str(value), quote=True)
+
+
+def swatch(label: str) -> str:
+    """A square of the backend·mode's colour, the one its plots and the report's winners map give it."""
+    return f'<span class="swatch" style="background:{colour(label)}"></span>'
 
 
 def slug(name: str) -> str:
@@ -183,7 +190,8 @@ def workload_page(site: SiteData, workload: str) -> str:
                 sizes.add(lead.size)
                 cls = ' class="tie"' if lead.tied else ""
                 cells[(lead.size, m.key)] = (
-                    f"<td{cls}><b>{e(data.label(best))}</b> {e(format_seconds(best['median_s']))}"
+                    f"<td{cls}>{swatch(data.label(best))}<b>{e(data.label(best))}</b> "
+                    f"{e(format_seconds(best['median_s']))}"
                     f' <span class="muted">[{e(interval_text(best))}]</span><br>{e(lead.margin)}'
                     f'<br><span class="figs">{e(figures_text(best))}</span></td>')
         head = "".join(f"<th>{e(m.name)}</th>" for m in machines)
