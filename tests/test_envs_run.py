@@ -77,3 +77,25 @@ def test_a_run_over_two_environments_records_each_with_its_versions_and_variable
     assert sorted(r["env"] for r in cases) == ["base", "slow"]
     assert all(r["id"].endswith("@" + r["env"]) and r["status"] == "ok" for r in cases)
     assert "@slow" in err
+
+
+def test_one_label_names_a_configuration_everywhere_and_keeps_environments_apart():
+    from arraybench.case import label
+
+    case = Case("w", (("n", 1),), "jax", "jit", "float32", 1, device="gpu", env="new")
+    assert label(case) == "jax·jit [new]"
+    assert label({"backend": "jax", "mode": "jit", "device": "gpu", "machine": "h100"}, device=True,
+                 machine=True) == "jax·jit·gpu @h100"
+
+
+def test_the_report_keeps_each_environments_cases_apart(tmp_path):
+    from test_report import record, results_of
+
+    from arraybench.report import write_all
+
+    recs = [record("add", 1000, "numpy", "eager", median, env=env, id=f"add[d=1000]/numpy-eager/x@{env}")
+            for env, median in (("old", 1e-3), ("new", 0.5e-3))]
+    rep = write_all([results_of(recs)], tmp_path)
+    rows = [line.split()[:2] for line in rep.summary.splitlines() if line.startswith("numpy·eager")]
+    assert ["numpy·eager", "[new]"] in rows and ["numpy·eager", "[old]"] in rows
+    assert "numpy·eager [new] is fastest" in rep.markdown.read_text()

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -76,3 +77,16 @@ def base_id(case_id: str, env: str | None) -> str:
     """The id of a case without its environment: the same computation in every `--env` of a run."""
     suffix = f"@{env}" if env else ""
     return case_id[: -len(suffix)] if suffix and case_id.endswith(suffix) else case_id
+
+
+def label(r: "Case | Mapping[str, Any]", *, device: bool = False, machine: bool = False) -> str:
+    """How every output names a case's configuration, the one place it is spelled: backend·mode,
+    then ·device and ` @machine` where the caller's cases differ in them, and ` [env]` for a case of
+    one of several Python environments (`--env`), which no output may merge with another's."""
+    get = r.get if isinstance(r, Mapping) else (lambda key, default=None: getattr(r, key, default))
+    text = f"{get('backend')}·{get('mode')}"
+    if device:
+        text += f"·{get('device') or 'cpu'}"
+    if machine:
+        text += f" @{get('machine') or '?'}"
+    return text + (f" [{get('env')}]" if get("env") else "")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench import environment, formats
+from arraybench.case import label
 from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
 from arraybench.record import CaseRecord
@@ -343,8 +344,7 @@ def case_label(r: CaseRecord) -> str:
 
 
 def row_label(r: CaseRecord) -> str:
-    device = r.device
-    return f"{r.backend}·{r.mode}" + (f"·{device}" if device != "cpu" else "")
+    return label(r, device=r.device != "cpu")
 
 
 def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from arraybench.case import label as case_label
 from arraybench.palette import colour
 from arraybench.record import CaseRecord
 
@@ -66,7 +67,7 @@ def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
         sizes = sorted({r.size for r in recs}, key=size_key)
         rows: dict[str, dict[Any, CaseRecord]] = defaultdict(dict)
         for r in recs:
-            rows[f"{r.backend}·{r.mode}" + (f"·{r.device}" if r.device != "cpu" else "")][r.size] = r
+            rows[case_label(r, device=r.device != "cpu")][r.size] = r
         head = "".join(f"<th>{html.escape(str(s))}</th>" for s in sizes)
         body = []
         for label in sorted(rows):

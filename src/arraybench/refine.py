@@ -28,6 +28,7 @@ from typing import Any
 
 from arraybench import bracket
 from arraybench.case import Case
+from arraybench.case import label as case_label
 from arraybench.workloads import resolve_workload
 from arraybench.workloads.sizes import fixed_params
 
@@ -37,7 +38,7 @@ ROUNDS = 4
 # A gap wider than this is split into a grid of steps no wider than this in one round.
 STEP = 4.0
 
-GroupKey = tuple[str, str | None, str, str, int, tuple[tuple[str, Any], ...]]
+GroupKey = tuple[str, str | None, str, str, int, tuple[tuple[str, Any], ...], str]  # ..., environment
 
 
 def size_param(case: Case) -> str | None:
@@ -51,14 +52,13 @@ def size_param(case: Case) -> str | None:
 
 
 def label(case: Case | Mapping[str, Any]) -> str:
-    if isinstance(case, Case):
-        return f"{case.backend}-{case.mode}"
-    return f"{case['backend']}-{case['mode']}"
+    return case_label(case)
 
 
 def _group(case: Case, name: str) -> GroupKey:
-    """Cases that differ only in backend, mode and size: one sweep whose order can flip."""
-    return (case.workload, case.source, case.dtype, case.device, case.threads, fixed_params(case.params_dict, name))
+    """Cases that differ only in backend, mode and size: one sweep whose order can flip (in one environment)."""
+    return (case.workload, case.source, case.dtype, case.device, case.threads, fixed_params(case.params_dict, name),
+            case.env)
 
 
 def _points(records: Iterable[Mapping[str, Any]], ids: dict[str, tuple[GroupKey, str, int]]

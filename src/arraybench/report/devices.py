@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench import bracket
+from arraybench.case import label as case_label
 from arraybench.devices import kind_of
 from arraybench.palette import colour
 from arraybench.report.model import ReportData
@@ -83,7 +84,7 @@ def series(data: ReportData) -> list[Series]:
     for r in data.records:
         if _ok(r) and r["workload"] != COPY_WORKLOAD:
             key = (r["machine"], r["workload"], r["dtype"], r["backend"], r["mode"],
-                   kind_of(r.get("device", "cpu")), tuple(sorted(r["params"].items())))
+                   kind_of(r.get("device", "cpu")), tuple(sorted(r["params"].items())), r.get("env") or "")
             groups[key].append(r)
     out = []
     for key, recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
@@ -100,9 +101,9 @@ def series(data: ReportData) -> list[Series]:
             suspect = base is not None and bracket.order(case, base, limit) == -1
             points.append(Point(n, case, speedup, speedup / n if speedup else None, _communication(data, case),
                                 separated, limit, suspect))
-        machine, workload, dtype, backend, mode, kind, _ = key
-        label = f"{backend}·{mode}" + (f" ({dtype})" if len({r['dtype'] for r in data.records}) > 1 else "")
-        label += f" @{machine}" if len(data.machines) > 1 else ""
+        machine, workload, dtype, backend, mode, kind, *_ = key
+        label = case_label(recs[0], machine=len(data.machines) > 1)
+        label += f" ({dtype})" if len({r['dtype'] for r in data.records}) > 1 else ""
         out.append(Series(workload, label, kind, recs[0].get("size"), tuple(points)))
     return out
 

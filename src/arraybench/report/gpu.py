@@ -7,6 +7,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arraybench.case import label
 from arraybench.devices import kind_of
 from arraybench.units import format_seconds
 
@@ -28,7 +29,7 @@ def _gpu_records(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, 
 
 
 def _label(r: Mapping[str, Any]) -> str:
-    return f"{r['backend']}·{r['mode']}"
+    return label(r)
 
 
 def _clock(r: Mapping[str, Any]) -> str:

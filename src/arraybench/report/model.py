@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from arraybench.case import label as case_label
 from arraybench.devices import kind_of
 from arraybench.measurement import Measurement
 from arraybench.record import CaseRecord, described, registry
@@ -61,12 +62,7 @@ class ReportData:
         machines = len({x["machine"] for x in records})
 
         def label(r: Mapping[str, Any]) -> str:
-            text = f"{r['backend']}·{r['mode']}"
-            if devices > 1:
-                text += f"·{r.get('device', 'cpu')}"
-            if machines > 1:
-                text += f" @{r['machine']}"
-            return text
+            return case_label(r, device=devices > 1, machine=machines > 1)
 
         return label
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench import bracket
+from arraybench.case import label
 from arraybench.results import FAILED
 from arraybench.units import format_seconds
 from arraybench.workloads.sizes import fixed_params
@@ -22,9 +23,7 @@ def listed(names: Sequence[str]) -> str:
 
 
 def row_label(r: Mapping[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
-    label = f"{r['backend']}·{r['mode']}"
-    label = f"{label}·{r.get('device', 'cpu')}" if len(devices) > 1 else label
-    return f"{label} @{r.get('machine') or '?'}" if len(machines) > 1 else label
+    return label(r, device=len(devices) > 1, machine=len(machines) > 1)
 
 
 def speedups(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str | None], float]:
