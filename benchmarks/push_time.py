@@ -29,9 +29,9 @@ from pg_server import throwaway_server  # noqa: E402
 
 from arraybench.case import Case  # noqa: E402
 from arraybench.cli import main as arraybench  # noqa: E402
-from arraybench.execution.case_executor import blank_record  # noqa: E402
 from arraybench.record import ProcessRecord  # noqa: E402
 from arraybench.results import ResultsWriter  # noqa: E402
+from arraybench.workloads import blank_record  # noqa: E402
 
 ROUNDS = 3
 

@@ -9,10 +9,10 @@ import pytest
 
 from arraybench.case import Case
 from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples
-from arraybench.execution.case_executor import blank_record
 from arraybench.measurement import Measurement, Replicated
 from arraybench.record import CaseRecord, ProcessRecord
 from arraybench.results import ResultsWriter, load_results
+from arraybench.workloads import blank_record
 
 
 def samples(center: float, n: int = 30, spread: float = 0.02, seed: int = 0) -> list[float]:

@@ -10,11 +10,11 @@ from arraybench.backends.base import Backend
 from arraybench.backends.numpy_backend import NumpyBackend
 from arraybench.case import Case
 from arraybench.execution import parent
-from arraybench.execution.case_executor import blank_record
 from arraybench.execution.parent import RunConfig, Runner
 from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter
 from arraybench.timing import TimerConfig
+from arraybench.workloads import blank_record
 
 FAST = TimerConfig(warmup_time=0.001, min_time=0.001, max_time=0.01, min_samples=3, processes=1)
 

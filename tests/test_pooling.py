@@ -139,10 +139,10 @@ def test_a_run_reads_with_intervals_pooled_over_its_cases_and_its_host_speed(tmp
     from dataclasses import replace
 
     from arraybench.case import Case
-    from arraybench.execution.case_executor import blank_record
     from arraybench.execution.parent import merge_processes
     from arraybench.report.model import ReportData, analysis_rows
     from arraybench.results import ResultsWriter, load_results, measured
+    from arraybench.workloads import blank_record
 
     rng = random.Random(11)
     writer = ResultsWriter(tmp_path / "results.jsonl", {"schema": 3, "settings": {}})

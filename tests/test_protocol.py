@@ -9,7 +9,6 @@ import pytest
 
 from arraybench.case import Case
 from arraybench.execution import child, protocol
-from arraybench.execution.case_executor import blank_record
 from arraybench.execution.protocol import (
     CaseRequest,
     ProtocolError,
@@ -18,6 +17,7 @@ from arraybench.execution.protocol import (
     UnavailableReply,
 )
 from arraybench.timing import TimerConfig
+from arraybench.workloads import blank_record
 
 CASE = Case("elementwise_add", (("n", 10),), "numpy", "eager", "float64", 1)
 

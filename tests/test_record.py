@@ -2,15 +2,16 @@
 
 import dataclasses
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from arraybench.case import Case
-from arraybench.execution.case_executor import blank_record
 from arraybench.record import FIELDS, PROCESS_FIELDS, CaseRecord, ProcessRecord
 from arraybench.report import fields_doc
 from arraybench.results import SCHEMA, UPGRADES, ResultsWriter, load_results, measured, upgrade
+from arraybench.workloads import blank_record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOC = Path(__file__).parents[1] / "docs" / "results-format.md"
@@ -101,3 +102,30 @@ def test_results_format_doc_is_generated_from_the_registry():
     assert fields_doc.render(text) == text, "run: python -m arraybench.report.fields_doc docs/results-format.md"
     for f in (*FIELDS, *PROCESS_FIELDS):
         assert f"| `{f.name}` |" in text
+
+
+def test_a_loaded_record_has_tuples_where_a_fresh_one_has_them():
+    from arraybench.record import FIELDS
+
+    rec = replace(CaseRecord.blank({"id": "x", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
+                                    "dtype": "float32", "threads": 1}, "ok"),
+                  samples_s=(1.0, 2.0), host_ref_s=(1.0,), memory_ref_s=(2.0, 3.0), ci95_s=(1.0, 2.0))
+    loaded = CaseRecord.from_json(json.loads(json.dumps(rec.to_json())))
+    tuples = [f.name for f in FIELDS if f.type.startswith("tuple[")]
+    assert "memory_ref_s" in tuples and loaded == rec
+    assert all(isinstance(getattr(loaded, name), tuple) for name in tuples if getattr(loaded, name) is not None)
+
+
+def test_what_merging_processes_does_to_a_field_is_read_from_the_registry_alone():
+    from arraybench.execution.parent import MEDIAN_OVER_PROCESSES, ONLY_PER_PROCESS, merge_processes
+    from arraybench.record import MEDIAN, PROCESS, registry
+
+    reg = {f.name: f for f in registry(CaseRecord)}
+    assert set(ONLY_PER_PROCESS) == {n for n, f in reg.items() if f.scope == PROCESS}
+    assert set(MEDIAN_OVER_PROCESSES) == {n for n, f in reg.items() if f.merge == MEDIAN}
+    base = CaseRecord.blank({"id": "x", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
+                             "dtype": "float32", "threads": 1}, "ok")
+    procs = [replace(base, samples_s=(t,) * 5, median_s=t, overhead_s=o, loops=3, timer_s=1.0)
+             for t, o in ((1.0, 1e-7), (1.1, 3e-7), (1.2, 2e-7))]
+    case = merge_processes(procs)
+    assert case.overhead_s == 2e-7 and case.loops is None and case.timer_s is None

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from arraybench import bracket, refine
 from arraybench.case import Case
-from arraybench.execution.case_executor import blank_record
 from arraybench.execution.session import refine_crossovers
 from arraybench.results import SCHEMA, ResultsWriter, load_results
+from arraybench.workloads import blank_record
 
 
 def case(backend: str, n: int, mode: str = "eager") -> Case:

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from arraybench.case import Case
-from arraybench.execution.case_executor import blank_record
 from arraybench.execution.parent import Progress, RunConfig, Runner, merge_processes
 from arraybench.measurement import Measurement, Replicated, fault_dominated, median_variance_factor
 from arraybench.record import CaseRecord
 from arraybench.report.table import cell
 from arraybench.results import ResultsWriter, load_results, measured
 from arraybench.timing import TimerConfig
+from arraybench.workloads import blank_record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -13,11 +13,11 @@ from conftest import TINY, at_once, read_jsonl
 import arraybench
 from arraybench.case import Case
 from arraybench.environment import fingerprint
-from arraybench.execution.case_executor import blank_record
 from arraybench.record import CaseRecord
 from arraybench.report.model import run_views
 from arraybench.results import Planned, ResultsWriter, load_results
 from arraybench.store import SCHEMA, Recording, Store
+from arraybench.workloads import blank_record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SRC = Path(__file__).parent.parent / "src"

@@ -26,3 +26,9 @@ def require_linux() -> None:
     if not sys.platform.startswith("linux"):
         raise UsageError(f"arraybench runs on Linux only (it pins worker processes to CPUs and locks "
                          f"results files with Linux calls); this system is {sys.platform!r}")
+
+
+def one_line(e: BaseException) -> str:
+    """An exception as a record or message shows it: its type and the first line of its message."""
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".strip().rstrip(":")

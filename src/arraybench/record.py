@@ -25,12 +25,17 @@ from arraybench.devices import device_count
 
 # Where a field appears: on case and replicate lines alike, only per process, or only over processes.
 BOTH, PROCESS, CASE = "both", "process", "case"
+# How a case line's field comes from its processes' (merge_processes): their median. Fields of
+# scope PROCESS have no value over processes; the rest are set by merge_processes itself.
+MEDIAN = "median"
 
 
-def described(unit: str, meaning: str, default: Any = None, scope: str = BOTH, required: bool = False) -> Any:
-    """A dataclass field with its registry entry: unit, meaning, where it appears, whether loading requires it."""
+def described(unit: str, meaning: str, default: Any = None, scope: str = BOTH, required: bool = False,
+              merge: str | None = None) -> Any:
+    """A dataclass field with its registry entry: unit, meaning, where it appears, whether loading
+    requires it, and how a case line merges it over processes (`merge`)."""
     return dataclasses.field(default=default, metadata={"unit": unit, "meaning": meaning, "scope": scope,
-                                                         "required": required})
+                                                         "required": required, "merge": merge})
 
 
 @dataclass(frozen=True)
@@ -43,12 +48,14 @@ class FieldInfo:
     meaning: str
     scope: str
     required: bool
+    merge: str | None = None
 
 
 def registry(cls: type) -> tuple[FieldInfo, ...]:
     """The registry of a dataclass whose fields were declared with `described` (or the same metadata)."""
     return tuple(FieldInfo(f.name, str(f.type), f.metadata["unit"], f.metadata["meaning"], f.metadata["scope"],
-                           f.metadata.get("required", False)) for f in dataclasses.fields(cls))
+                           f.metadata.get("required", False), f.metadata.get("merge"))
+                 for f in dataclasses.fields(cls))
 
 
 @dataclass(frozen=True)
@@ -147,14 +154,16 @@ class CaseRecord(Mapping[str, Any]):
     first_call_warm_s: float | None = described("s", "the median first call of the processes whose compiled code "
                                                   "came from the run's compile cache (`first_call_cache` `warm`)",
                                                 scope=CASE)
-    transfer_s: float | None = described("s", "host→device copy of all inputs (synced), outside the timed region")
-    to_host_s: float | None = described("s", "device→host copy of the output, outside the timed region")
-    build_s: float | None = described("s", "building the callable (creating the JIT wrapper), outside the timed region")
+    transfer_s: float | None = described("s", "host→device copy of all inputs (synced), outside the timed region",
+                                         merge=MEDIAN)
+    to_host_s: float | None = described("s", "device→host copy of the output, outside the timed region", merge=MEDIAN)
+    build_s: float | None = described("s", "building the callable (creating the JIT wrapper), outside the timed region",
+                                      merge=MEDIAN)
     latency_s: float | None = described("s", "GPU cases: wall time of one call followed by its own sync (launch, "
                                           "kernel, sync), median of up to 21 calls within 0.5 s; `null` on the CPU, "
-                                          "where every timed call is synced already")
+                                          "where every timed call is synced already", merge=MEDIAN)
     minor_faults_per_call: float | None = described("faults", "minor page faults per timed call (`getrusage`, the "
-                                                           "whole process)")
+                                                           "whole process)", merge=MEDIAN)
     # The samples and their statistics.
     samples_s: tuple[float, ...] = described("s", "raw per-call seconds of every process, process after process: each "
                                                "the mean of `loops` back-to-back synced calls", default=())
@@ -201,7 +210,8 @@ class CaseRecord(Mapping[str, Any]):
     layout: dict[str, Any] | None = described("", "where the process placed the inputs (offsets within a page) and "
                                                  "its heap and environment pads", scope=PROCESS)
     warmup_calls: int | None = described("calls", "calls made to warm up", scope=PROCESS)
-    overhead_s: float | None = described("s", "clock+sync cost of one sample", scope=PROCESS)
+    overhead_s: float | None = described("s", "clock+sync cost of one sample (a case: its processes' median)",
+                                         merge=MEDIAN)
     # Where one process spent its time (on a case line: in `replicates`; `wall_s` summed).
     inputs_s: float | None = described("s", "making the host inputs", scope=PROCESS)
     reference_s: float | None = described("s", "computing (or loading) the reference", scope=PROCESS)
@@ -269,9 +279,9 @@ class CaseRecord(Mapping[str, Any]):
     def from_json(cls, obj: Mapping[str, Any]) -> CaseRecord:
         """A record from a case or replicate line of the current schema (see results.upgrade_*)."""
         kw: dict[str, Any] = {f.name: obj[f.name] for f in FIELDS if f.name in obj}
-        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s"):
-            if kw.get(name) is not None:
-                kw[name] = tuple(kw[name])
+        for f in FIELDS:  # JSON has lists: the tuple fields (the registry's types say which) are tuples again
+            if f.type.startswith("tuple[") and kw.get(f.name) is not None:
+                kw[f.name] = tuple(kw[f.name])
         kw["samples_s"] = kw.get("samples_s") or ()
         kw["replicates"] = tuple(ProcessRecord.from_json(p) for p in kw.get("replicates") or ())
         kw["params"] = dict(kw.get("params") or {})

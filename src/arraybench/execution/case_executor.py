@@ -17,10 +17,11 @@ from arraybench.backends.base import Backend, Unavailable
 from arraybench.case import Case
 from arraybench.casecache import CaseCache, Entry
 from arraybench.compilecache import entries, first_call_state, uses_compile_cache
+from arraybench.errors import one_line
 from arraybench.hostspeed import measure_memory_reference, measure_reference
 from arraybench.record import CaseRecord, stats_fields
 from arraybench.timing import Timer, TimerConfig
-from arraybench.workloads import resolve_workload
+from arraybench.workloads import blank_record, resolve_workload
 from arraybench.workloads.base import Tolerance, Workload, leaves
 
 PAGE, LINE = 4096, 64
@@ -39,24 +40,6 @@ def input_seed(run_seed: int, case: Case) -> int:
     """Seed for a case's inputs: shared by every backend, mode and dtype of one parameter point."""
     key = f"{run_seed}|{case.workload}|{sorted(case.params)}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "little")
-
-
-def case_size(case: Case) -> Any:
-    """The value of the workload's size parameter: the x axis of tables and plots."""
-    try:
-        return case.params_dict.get(resolve_workload(case.workload, case.source).size_param)
-    except Exception:  # an unloadable user workload still gets a record
-        return None
-
-
-def blank_record(case: Case, status: str, error: str = "") -> CaseRecord:
-    """The record of a case that has not reached (or never will reach) the timer."""
-    return CaseRecord.blank({"id": case.id, **case.to_dict()}, status, error, size=case_size(case))
-
-
-def one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0] if text else ''}".strip().rstrip(":")
 
 
 # L2-cold samples of a GPU case whose inputs fit in L2: each is one call after a flush.

@@ -17,12 +17,12 @@ from typing import Any
 
 from arraybench.case import Case
 from arraybench.devices import device_count, kind_of
-from arraybench.errors import UsageError
-from arraybench.execution.case_executor import blank_record, one_line
+from arraybench.errors import UsageError, one_line
 from arraybench.execution.parent import RunConfig, Runner, merge_processes
 from arraybench.record import CaseRecord
 from arraybench.results import ResultsWriter, load_results
 from arraybench.settings import default_threads, parse_list
+from arraybench.workloads import blank_record
 
 # Every case needs one unit of SLOT and every arraybench Dask worker offers one, so a worker
 # runs one case at a time however many threads it has: timings are not shared with a neighbour.

@@ -30,12 +30,12 @@ from arraybench.case import Case
 from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.devices import kind_of
 from arraybench.execution import protocol
-from arraybench.execution.case_executor import blank_record
 from arraybench.execution.protocol import LAYOUT_PAD_VAR, CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
-from arraybench.record import CaseRecord, ProcessRecord, stats_fields
+from arraybench.record import MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
 from arraybench.results import FAILED, ResultsWriter, measured
 from arraybench.timing import TimerConfig
 from arraybench.units import format_seconds, format_size
+from arraybench.workloads import blank_record
 
 WorkerKey = tuple[str, int, str, str, str]  # backend, threads, dtype, device, environment
 STARTUP_TIMEOUT = 180.0
@@ -286,12 +286,10 @@ class Runner:
         return records
 
 
-# A process's own figures whose median over processes the case line gives (each process's are in `replicates`).
-MEDIAN_OVER_PROCESSES = ("transfer_s", "to_host_s", "build_s", "latency_s",
-                         "minor_faults_per_call", "overhead_s")
-# A process's own figures that have no meaning over processes: only in `replicates` on a case line.
-ONLY_PER_PROCESS = ("loops", "half_width", "stop", "warmup_calls", "inputs_s", "reference_s", "timer_s", "check_s",
-                    "startup_s", "inputs_source", "reference_source", "first_call_cache", "bimodal", "layout")
+# From the record's registry: a process's own figures whose median over processes the case line
+# gives (each process's are in `replicates`), and those with no meaning over processes (only there).
+MEDIAN_OVER_PROCESSES = tuple(f.name for f in registry(CaseRecord) if f.merge == MEDIAN)
+ONLY_PER_PROCESS = tuple(f.name for f in registry(CaseRecord) if f.scope == PROCESS)
 
 
 def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:

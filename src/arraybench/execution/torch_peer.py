@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent(args.parent)
     faulthandler.enable()
     from arraybench.backends.torch_backend import CALL, MESSAGE, STOP, TorchBackend
-    from arraybench.execution.case_executor import one_line
+    from arraybench.errors import one_line
     from arraybench.workloads import get_workload
 
     be = TorchBackend(args.threads, args.dtype, args.device)

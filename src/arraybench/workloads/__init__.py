@@ -1,6 +1,10 @@
 """Workload registry: the built-in workloads by name, plus user workloads loaded from files."""
 
+from typing import Any
+
+from arraybench.case import Case
 from arraybench.errors import unknown
+from arraybench.record import CaseRecord
 from arraybench.workloads import (
     elementwise,
     fft,
@@ -58,4 +62,18 @@ def resolve_workload(name: str, source: str | None = None) -> Workload:
         raise unknown(f"workload in {source}", name, {**WORKLOADS, **found}) from None
 
 
-__all__ = ["WORKLOADS", "Check", "Workload", "get_workload", "resolve_workload"]
+def case_size(case: Case) -> Any:
+    """The value of the workload's size parameter: the x axis of tables and plots."""
+    try:
+        return case.params_dict.get(resolve_workload(case.workload, case.source).size_param)
+    except Exception:  # an unloadable user workload still gets a record
+        return None
+
+
+def blank_record(case: Case, status: str, error: str = "") -> CaseRecord:
+    """The record of a case that has not reached (or never will reach) the timer: made by the worker,
+    and by the parent for a case no worker could take (unavailable, crashed, timed out)."""
+    return CaseRecord.blank({"id": case.id, **case.to_dict()}, status, error, size=case_size(case))
+
+
+__all__ = ["WORKLOADS", "Check", "Workload", "blank_record", "case_size", "get_workload", "resolve_workload"]
