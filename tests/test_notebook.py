@@ -66,8 +66,8 @@ def test_html_colours_fast_green_and_never_a_wrong_case():
     res = Results({"run_id": "r1"}, [record("numpy", "ok", 2e-3), record("torch", "ok", 1e-3),
                                      record("jax", "wrong", 1e-4)])
     html = res._repr_html_()
-    torch_row = html.split("<th>torch·eager</th>")[1].split("</tr>")[0]
-    jax_row = html.split("<th>jax·eager</th>")[1].split("</tr>")[0]
+    torch_row = html.split("torch·eager</th>")[1].split("</tr>")[0]
+    jax_row = html.split("jax·eager</th>")[1].split("</tr>")[0]
     assert "2.00×" in torch_row and "rgb(" in torch_row and ",255," in torch_row  # green: faster
     assert "WRONG" in jax_row and "rgb(" not in jax_row and "×" not in jax_row
 

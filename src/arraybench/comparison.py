@@ -15,9 +15,9 @@ from arraybench import environment, formats
 from arraybench.case import label
 from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
-from arraybench.record import CaseRecord
+from arraybench.record import FAILED, CaseRecord
 from arraybench.report.table import text_table
-from arraybench.results import FAILED, Planned, Results, measured
+from arraybench.results import Planned, Results, measured
 from arraybench.run_ids import run_id
 from arraybench.units import format_seconds
 

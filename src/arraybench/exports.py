@@ -18,7 +18,7 @@ from arraybench.record import CaseRecord
 from arraybench.report.model import run_views
 from arraybench.results import Results
 
-FORMATS = ("jsonl", "pytest-benchmark", "bmf")
+EXPORT_FORMATS = ("jsonl", "pytest-benchmark", "bmf")  # `export --format`: what dashboards read
 # The file version pytest-benchmark (4.x and 5.x) writes; its readers key on the fields below.
 PYTEST_BENCHMARK_VERSION = "4.0.0"
 NS_PER_S = 1e9

@@ -1,7 +1,7 @@
 """Notebook display of a run: a one-line repr and an HTML table per workload, coloured as a heatmap.
 
-Near a leaf (of arraybench it imports only the record and palette leaves), so results.Results can use it
-without a cycle.
+It draws on the report's own helpers (the speedups, the order of sizes, the label, the palette),
+which import nothing of the results file, so results.Results can use it without a cycle.
 """
 
 from __future__ import annotations
@@ -14,20 +14,12 @@ from typing import Any
 
 from arraybench.case import label as case_label
 from arraybench.palette import colour
-from arraybench.record import CaseRecord
+from arraybench.record import FAILED, CaseRecord
+from arraybench.report.table import size_sort_key, speedups
+from arraybench.units import format_seconds
 
-FAILED = ("wrong", "error", "timeout", "crashed")
 # Speedups over NumPy eager beyond these saturate the heatmap's colour.
 HEAT_RANGE = 10.0
-
-
-def seconds(s: float | None) -> str:
-    if s is None:
-        return "—"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
 
 
 def short_repr(header: dict[str, Any], records: Sequence[CaseRecord], path: Any) -> str:
@@ -40,11 +32,6 @@ def short_repr(header: dict[str, Any], records: Sequence[CaseRecord], path: Any)
     return f"<Results run {run}: {len(records)} cases ({statuses or 'none'}) of {workloads}{where}>"
 
 
-def size_key(v: Any) -> tuple:
-    """Numeric sizes in order, then named ones."""
-    return (0, v, "") if isinstance(v, int | float) else (1, 0, str(v))
-
-
 def _heat(speedup: float) -> str:
     """Green for faster than NumPy eager, red for slower, white for the same (log scale)."""
     x = max(-1.0, min(1.0, math.log(speedup) / math.log(HEAT_RANGE)))
@@ -55,8 +42,7 @@ def _heat(speedup: float) -> str:
 def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
     """Per workload and dtype: rows backend·mode, columns sizes, the median per call in each cell,
     its background the speedup over NumPy eager. WRONG and failed cells are never coloured as fast."""
-    base = {(r.workload, repr(sorted(r.params.items())), r.dtype): r.median_s
-            for r in records if (r.backend, r.mode, r.status) == ("numpy", "eager", "ok")}
+    speedup = speedups(records)
     groups: dict[tuple[str, str], list[CaseRecord]] = defaultdict(list)
     for r in records:
         groups[(r.workload, r.dtype)].append(r)
@@ -64,7 +50,7 @@ def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
              f"{len(records)} cases · started {html.escape(str(header.get('started', '?')))} · "
              "cell: median per call; colour: speedup over numpy·eager</p>"]
     for (workload, dtype), recs in groups.items():
-        sizes = sorted({r.size for r in recs}, key=size_key)
+        sizes = sorted({r.size for r in recs}, key=size_sort_key)
         rows: dict[str, dict[Any, CaseRecord]] = defaultdict(dict)
         for r in recs:
             rows[case_label(r, device=r.device != "cpu")][r.size] = r
@@ -77,11 +63,10 @@ def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
                 if cell is None:
                     cells.append("<td></td>")
                 elif cell.status == "ok":
-                    b = base.get((workload, repr(sorted(cell.params.items())), dtype))
-                    sp = b / cell.median_s if b and cell.median_s else None
+                    sp = speedup.get((cell.id, cell.machine))
                     style = f' style="background:{_heat(sp)}"' if sp else ""
                     extra = f" ({sp:.2f}×)" if sp else ""
-                    cells.append(f"<td{style}>{seconds(cell.median_s)}{extra}</td>")
+                    cells.append(f"<td{style}>{format_seconds(cell.median_s)}{extra}</td>")
                 else:
                     status = cell.status.upper() if cell.status in FAILED else cell.status
                     style = ' style="background:repeating-linear-gradient(45deg,#fdd,#fdd 4px,#fff 4px,#fff 8px)"' \

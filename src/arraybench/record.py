@@ -23,6 +23,9 @@ from typing import Any
 
 from arraybench.devices import device_count
 
+# A case's statuses: those that ran and failed (never ranked), and the rest.
+FAILED = ("wrong", "error", "timeout", "crashed")
+STATUSES = ("ok", *FAILED, "unavailable", "unsupported")
 # Where a field appears: on case and replicate lines alike, only per process, or only over processes.
 BOTH, PROCESS, CASE = "both", "process", "case"
 # How a case line's field comes from its processes' (merge_processes): their median. Fields of

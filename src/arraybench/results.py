@@ -38,12 +38,10 @@ from arraybench import hostspeed
 from arraybench.errors import UsageError
 from arraybench.measurement import Replicated
 from arraybench.pooling import NO_PRIOR, VariancePrior, fit_prior
-from arraybench.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, CaseRecord
+from arraybench.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, STATUSES, CaseRecord
 
 SCHEMA = 3
 # A case's status: it ran and was right; it failed (never ranked); or it could not run here.
-FAILED = ("wrong", "error", "timeout", "crashed")
-STATUSES = ("ok", *FAILED, "unavailable", "unsupported")
 # The fields a case line must have, and their types: what loading checks before it builds a record.
 # The timings only where a case ran.
 CASE_FIELDS: dict[str, type | tuple[type, ...]] = {

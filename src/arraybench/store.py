@@ -18,9 +18,9 @@ from typing import Any, Protocol
 from arraybench import environment
 from arraybench.errors import UsageError
 from arraybench.project import project_config
-from arraybench.record import CaseRecord
+from arraybench.record import FAILED, CaseRecord
+from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import (
-    FAILED,
     Planned,
     Results,
     analysed,
@@ -28,7 +28,6 @@ from arraybench.results import (
     load_results,
     upgrade,
 )
-from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.run_ids import run_id
 from arraybench.store_pg import PostgresDB, is_url, one_line, redact
 

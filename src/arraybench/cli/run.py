@@ -27,9 +27,10 @@ from arraybench.errors import UsageError
 from arraybench.execution import session
 from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
 from arraybench.execution.parent import Runner
+from arraybench.record import FAILED
 from arraybench.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.report import publish
-from arraybench.results import FAILED, load_results
+from arraybench.results import load_results
 from arraybench.run_ids import new_run_id
 from arraybench.settings import (
     RunSettings,

@@ -34,7 +34,7 @@ def add_parsers(sub: Any) -> None:
     exp = sub.add_parser("export", help="write a run as a results file, or for a benchmarking dashboard")
     exp.add_argument("run", help="run id (or a unique prefix, or latest), or a results file")
     exp.add_argument("-o", "--output", required=True, metavar="FILE")
-    exp.add_argument("--format", choices=exports.FORMATS, default="jsonl",
+    exp.add_argument("--format", choices=exports.EXPORT_FORMATS, default="jsonl",
                      help="jsonl: a results file (default); pytest-benchmark: its JSON, for tools that "
                           "read it; bmf: the Bencher Metric Format (latency in ns)")
     imp = sub.add_parser("import", help="add results files to the store")

@@ -31,8 +31,8 @@ from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.devices import kind_of
 from arraybench.execution import protocol
 from arraybench.execution.protocol import LAYOUT_PAD_VAR, CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
-from arraybench.record import MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
-from arraybench.results import FAILED, ResultsWriter, measured
+from arraybench.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
+from arraybench.results import ResultsWriter, measured
 from arraybench.timing import TimerConfig
 from arraybench.units import format_seconds, format_size
 from arraybench.workloads import blank_record

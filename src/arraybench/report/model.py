@@ -12,10 +12,10 @@ from typing import Any
 from arraybench.case import label as case_label
 from arraybench.devices import kind_of
 from arraybench.measurement import Measurement
-from arraybench.record import CaseRecord, described, registry
+from arraybench.record import FAILED, CaseRecord, described, registry
 from arraybench.report import bound
 from arraybench.report.table import Points, points_by_workload, speedups
-from arraybench.results import FAILED, Results, merge
+from arraybench.results import Results, merge
 from arraybench.run_ids import run_id
 from arraybench.units import format_seconds
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from arraybench import bracket
 from arraybench.case import label
-from arraybench.results import FAILED
+from arraybench.record import FAILED
 from arraybench.units import format_seconds
 from arraybench.workloads.sizes import fixed_params
 
@@ -28,16 +28,16 @@ def row_label(r: Mapping[str, Any], devices: set[str], machines: frozenset[str] 
 
 def speedups(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str | None], float]:
     """Per (record id, machine): NumPy's median over this one's, at the same workload, params,
-    dtype and machine."""
+    dtype, machine and Python environment."""
     recs = list(records)
     base = {
-        (r["workload"], _params_key(r), r["dtype"], r.get("machine")): r["median_s"]
+        (r["workload"], _params_key(r), r["dtype"], r.get("machine"), r.get("env")): r["median_s"]
         for r in recs
         if r["backend"] == "numpy" and r["mode"] == "eager" and r["status"] == "ok"
     }
     out = {}
     for r in recs:
-        b = base.get((r["workload"], _params_key(r), r["dtype"], r.get("machine")))
+        b = base.get((r["workload"], _params_key(r), r["dtype"], r.get("machine"), r.get("env")))
         if b and r["status"] == "ok" and r.get("median_s"):
             out[(r["id"], r.get("machine"))] = b / r["median_s"]
     return out

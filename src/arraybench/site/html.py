@@ -15,10 +15,10 @@ from typing import Any
 
 from arraybench import __version__, bracket
 from arraybench.palette import colour
+from arraybench.record import FAILED
 from arraybench.report.answer import leads
 from arraybench.report.model import CaseView
 from arraybench.report.table import size_sort_key, size_text
-from arraybench.results import FAILED
 from arraybench.site.answer import Across
 from arraybench.site.model import Machine, SiteData, VersionTable
 from arraybench.units import format_seconds
