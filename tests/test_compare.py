@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.case import Case
-from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples
+from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples, render_as
 from arraybench.measurement import Measurement, Replicated
 from arraybench.record import CaseRecord, ProcessRecord
 from arraybench.results import ResultsWriter, load_results
@@ -67,7 +67,7 @@ def test_too_few_samples_say_what_to_do(tmp_path, run_cli):
     base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, processes(1e-3, n=3, between=0.2))])
     new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, processes(1.3e-3, n=3, seed=1, between=0.2))])
     code, out, _ = run_cli("compare", base, new, "--fail-on-slowdown", "10%")
-    assert code == 0 and f"{NOISY} (few samples; raise --min-time)" in out
+    assert code == 0 and f"{NOISY} (no change larger than " in out and "% power); few samples; raise --min-time)" in out
 
 
 def test_one_process_a_side_says_its_verdict_ignores_between_process_variation(tmp_path, run_cli):
@@ -287,3 +287,17 @@ def test_a_partial_or_torn_side_says_how_many_planned_cases_it_holds(tmp_path, r
     resumed = replace(load_results(full), records=[*cases, cases[0], record("numpy", "eager", 9, processes(1e-3))])
     assert resumed.planned().complete and str(resumed.planned()) == "3 of 3 planned cases"
     assert load_results(results_file(tmp_path / "old.jsonl", cases)).planned() is None
+
+
+def test_too_noisy_says_the_smallest_change_it_could_have_seen(tmp_path):
+    base = results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, processes(1e-3, between=0.15))])
+    new = results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, processes(1.2e-3, seed=1, between=0.15))])
+    cmp = compare(load_results(base), load_results(new))
+    (case,) = cmp.cases
+    assert case.verdict == NOISY and case.note.startswith("no change larger than ")
+    figure = float(case.note.removeprefix("no change larger than ").split(" %")[0])
+    lo, hi = case.result.ci95
+    assert 100 * cmp.threshold < figure < 100 * (hi / lo - 1)  # beyond the threshold, within what the interval spans
+    assert case.note.endswith("(80 % power)")
+    assert json.loads(render_as(cmp, None, "json"))["cases"][0]["note"] == case.note
+    assert f"{NOISY} ({case.note})" in render_as(cmp, None, "text")

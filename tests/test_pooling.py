@@ -213,6 +213,6 @@ def test_reading_with_a_prior_reuses_the_bootstrap_and_gives_what_a_fresh_read_g
 def test_compare_says_a_one_process_side_borrowed_its_runs_spread_when_both_runs_have_a_prior():
     from arraybench.comparison import SampleComparison, verdict_note
 
-    one = SampleComparison(1.0, (0.9, 1.1), 1.0, "same", 1.0, (1, 1))
+    one = SampleComparison(1.0, (0.9, 1.1), 1.0, "same", 0.05, 10.0, 1.0, (1, 1))
     assert "borrow" not in verdict_note(one, None, None) and "unknown" in verdict_note(one, None, None)
     assert "the run's typical one" in verdict_note(one, None, None, pooled=True)

@@ -15,16 +15,19 @@ from arraybench import environment, formats
 from arraybench.case import label
 from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
+from arraybench.pooling import NO_PRIOR, VariancePrior
 from arraybench.record import FAILED, CaseRecord
 from arraybench.report.table import text_table
 from arraybench.results import Planned, Results, measured
 from arraybench.run_ids import run_id
+from arraybench.stats import power
+from arraybench.stats.paired import by_round, paired_log_ratio
+from arraybench.stats.student import bounded_exp
+from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER, decide
 from arraybench.units import format_seconds
 
-ALPHA = 0.05  # false discovery rate across all cases compared (Benjamini–Hochberg)
 DEFAULT_THRESHOLD = 0.05  # changes smaller than this are "same" even when real
 
-FASTER, SLOWER, SAME, NOISY = "faster", "slower", "same", "too noisy to say"
 BROKEN, NOT_COMPARED = "broken", "not compared"
 VERDICTS = (SLOWER, BROKEN, FASTER, SAME, NOISY, NOT_COMPARED)
 
@@ -166,16 +169,21 @@ class SampleComparison:
     """What the processes and samples of one case say about its change (new over base).
 
     `p_value` is the case's own two-sided p; `q_value` the Benjamini–Hochberg adjusted one
-    across every case of the comparison, which is what the verdict uses.
+    across every case of the comparison, which is what the verdict uses. `log_se` and `df` are the
+    log ratio's standard error and its degrees of freedom (inf: taken as known), from which an
+    undecided verdict says what it could have seen (stats.power).
     """
 
     ratio: float
     ci95: tuple[float, float]
     p_value: float
     verdict: str
+    log_se: float
+    df: float
     q_value: float = math.nan
     processes: tuple[int, int] = (1, 1)
     run_variance: float = 0.0  # τ² added to each side from earlier runs (RunSpread); 0: none
+    note: str = ""  # what the way the interval was made needs said (a pairing that fell back)
 
 
 @dataclass(frozen=True)
@@ -245,6 +253,16 @@ def scipy_stats() -> Any:
     return scipy.stats
 
 
+def log_ratio_error(base: Replicated, new: Replicated, spread: RunSpread | None = None) -> tuple[float, float]:
+    """The standard error of log(new.point / base.point) and its degrees of freedom (see ratio_test):
+    inf where a side has no spread between processes and the test is on samples."""
+    vb, vn = base.log_sd**2, new.log_sd**2
+    vr, vr_df = (2 * spread.variance, spread.df) if spread is not None else (0.0, math.inf)
+    if min(base.df, new.df) <= 0 or vb + vn + vr == 0:
+        return math.sqrt(vb + vn + vr), math.inf
+    return math.sqrt(vb + vn + vr), (vb + vn + vr) ** 2 / (vb**2 / base.df + vn**2 / new.df + vr**2 / vr_df)
+
+
 def ratio_test(base: Replicated, new: Replicated,
                spread: RunSpread | None = None) -> tuple[float, tuple[float, float], float]:
     """Ratio of the two point estimates, its 95 % interval and a two-sided p-value.
@@ -263,44 +281,17 @@ def ratio_test(base: Replicated, new: Replicated,
     """
     stats = scipy_stats()
     log_ratio = math.log(new.point / base.point)
-    vb, vn = base.log_sd**2, new.log_sd**2
-    vr, vr_df = (2 * spread.variance, spread.df) if spread is not None else (0.0, math.inf)
-    if vb + vn + vr == 0:
+    se, df = log_ratio_error(base, new, spread)
+    if se == 0:
         p = 1.0 if log_ratio == 0 else 0.0
         return math.exp(log_ratio), (math.exp(log_ratio), math.exp(log_ratio)), p
-    se = math.sqrt(vb + vn + vr)
     if min(base.df, new.df) <= 0:
         b, n = base.pooled.samples, new.pooled.samples
         p = 1.0 if len(set(b) | set(n)) == 1 else float(stats.mannwhitneyu(b, n, alternative="two-sided").pvalue)
-        df = math.inf
     else:
-        df = (vb + vn + vr) ** 2 / (vb**2 / base.df + vn**2 / new.df + vr**2 / vr_df)
         p = float(2 * stats.t.sf(abs(log_ratio) / se, df))
     half = float(stats.t.ppf(0.975, df)) * se
-    return math.exp(log_ratio), (_exp(log_ratio - half), _exp(log_ratio + half)), p
-
-
-def _exp(x: float) -> float:
-    """exp, 0 or inf past a float's range: a t quantile of few degrees of freedom can be vast."""
-    if x > 709.0:
-        return math.inf
-    return math.exp(x) if x > -745.0 else 0.0
-
-
-def decide(ratio: float, ci95: tuple[float, float], q: float, threshold: float) -> str:
-    """slower / faster: significant after the FDR correction (q < 0.05), the interval excludes 1
-    and the ratio is beyond the threshold. same: the whole interval lies within the threshold.
-    Anything else is too noisy to say: the data admit a change larger than the threshold but
-    do not show one."""
-    lo, hi = ci95
-    up, down = 1 + threshold, 1 / (1 + threshold)
-    if q < ALPHA and lo > 1 and ratio > up:
-        return SLOWER
-    if q < ALPHA and hi < 1 and ratio < down:
-        return FASTER
-    if down <= lo and hi <= up:
-        return SAME
-    return NOISY
+    return math.exp(log_ratio), (bounded_exp(log_ratio - half), bounded_exp(log_ratio + half)), p
 
 
 def compare_samples(base: Replicated, new: Replicated, threshold: float = DEFAULT_THRESHOLD,
@@ -313,8 +304,29 @@ def compare_samples(base: Replicated, new: Replicated, threshold: float = DEFAUL
     if spread is not None and (spread.variance <= 0 or min(base.df, new.df) <= 0):
         spread = None
     ratio, ci, p = ratio_test(base, new, spread)
-    return SampleComparison(ratio, ci, p, decide(ratio, ci, p, threshold), p, (base.processes, new.processes),
+    se, df = log_ratio_error(base, new, spread)
+    return SampleComparison(ratio, ci, p, decide(ratio, ci, p, threshold), se, df, p, (base.processes, new.processes),
                             spread.variance if spread is not None else 0.0)
+
+
+def compare_paired(base: Replicated, new: Replicated, rounds: tuple[Sequence[int], Sequence[int]],
+                   threshold: float = DEFAULT_THRESHOLD, prior: VariancePrior = NO_PRIOR) -> SampleComparison:
+    """One case of two environments measured in the same rounds of one run (`rounds`: the round of
+    each side's processes, in order), on its own (q = p, as compare_samples; `adjust` corrects
+    across cases). Its interval is the paired one (stats.paired; `prior` from paired_prior over
+    the comparison's cases), or, where fewer than two rounds hold both sides, the unpaired one of
+    compare_samples, and the result's note says so."""
+    paired = paired_log_ratio(by_round(base.medians, rounds[0]), by_round(new.medians, rounds[1]), prior)
+    if paired is None:
+        return dataclasses.replace(compare_samples(base, new, threshold),
+                                   note="unpaired: fewer than 2 rounds hold both sides")
+    est = paired.estimate
+    ci, p = est.ci95, est.p_value
+    unmatched = paired.unmatched
+    note = (f"paired over {paired.rounds} rounds ({unmatched} process{'es' if unmatched > 1 else ''} "
+            "without a partner left out)") if unmatched else ""
+    return SampleComparison(est.ratio, ci, p, decide(est.ratio, ci, p, threshold), est.se, est.df, p,
+                            (base.processes, new.processes), note=note)
 
 
 def adjust(results: list[SampleComparison], threshold: float) -> list[SampleComparison]:
@@ -368,15 +380,22 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
     return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec.status}")
 
 
-def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False) -> str:
+def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False,
+                 threshold: float = DEFAULT_THRESHOLD, level: float = ALPHA) -> str:
     """What a reader should know about how far this verdict can be trusted; `pooled`: both runs
-    have a prior (pooling.py), so a one-process side borrows its run's spread between processes."""
+    have a prior (pooling.py), so a one-process side borrows its run's spread between processes.
+    An undecided verdict says the smallest change it could have seen, tested at `level` (the
+    p-value the FDR correction asked of one more case: power.bh_level)."""
+    notes = [result.note] if result.note else []
+    if result.verdict == NOISY:
+        notes.append(power.phrase(power.detectable_change(result.log_se, result.df, threshold, level)))
     if min(result.processes) == 1:
-        if pooled:
-            return "one process a side: its spread between processes is the run's typical one"
-        return "one process a side: between-process variation unknown; run with --processes 3"
-    few = min(m.n for rec in (base, new) for m in measured(rec).runs) < FEW_SAMPLES  # type: ignore[union-attr]
-    return "few samples; raise --min-time" if result.verdict == NOISY and few else ""
+        notes.append("one process a side: its spread between processes is the run's typical one" if pooled
+                     else "one process a side: between-process variation unknown; run with --processes 3")
+    elif result.verdict == NOISY:
+        few = min(m.n for rec in (base, new) for m in measured(rec).runs) < FEW_SAMPLES  # type: ignore[union-attr]
+        notes += ["few samples; raise --min-time"] if few else []
+    return "; ".join(notes)
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
@@ -469,10 +488,13 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     cases = [compare_cases(b[k], n[k], threshold, (base, new), usable if b[k].id in earlier else None)
              for k in both]
     tested = [c for c in cases if c.result is not None]
-    adjusted = iter(adjust([c.result for c in tested], threshold))  # type: ignore[misc]
+    adjusted = adjust([c.result for c in tested], threshold)  # type: ignore[misc]
+    level = power.bh_level(sum(a.q_value < ALPHA for a in adjusted), len(adjusted))
+    pooled = base.prior.df > 0 and new.prior.df > 0
+    found = iter(adjusted)
     cases = [c if c.result is None else
-             dataclasses.replace(c, result=(a := next(adjusted)), verdict=a.verdict,
-                                 note=verdict_note(a, c.base, c.new, base.prior.df > 0 and new.prior.df > 0))
+             dataclasses.replace(c, result=(a := next(found)), verdict=a.verdict,
+                                 note=verdict_note(a, c.base, c.new, pooled, threshold, level))
              for c in cases]
     return Comparison(
         base_name=names[0],

@@ -1,0 +1,71 @@
+"""Two environments measured in the same rounds of one run: the ratio new/old and its paired interval.
+
+Round r of a run runs one process of every case of every environment, in random order, so
+whatever the host does during round r (a slow minute, a busy neighbour) reaches env A's and env
+B's process r alike. The difference of their log medians cancels it: the interval is read from
+the spread of the per-round differences, which the host's drift does not reach, rather than
+from each side's spread between processes, which it does.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from arraybench.measurement import point_variance
+from arraybench.pooling import NO_PRIOR, VariancePrior, fit_prior
+from arraybench.stats.student import LogRatio
+
+# Fewer rounds that both sides ran leave no spread of their differences to read (one difference
+# has none); the comparison is then unpaired.
+MIN_PAIRED_ROUNDS = 2
+
+
+def by_round(medians: Sequence[float], rounds: Sequence[int]) -> dict[int, float]:
+    """Each process's log median, keyed by the round it ran in (`rounds`: one per process, in order)."""
+    if len(medians) != len(rounds):
+        raise ValueError(f"{len(medians)} process medians but {len(rounds)} rounds")
+    return {r: math.log(m) for r, m in zip(rounds, medians, strict=True)}
+
+
+def round_differences(old: Mapping[int, float], new: Mapping[int, float]) -> list[float]:
+    """new − old log median of each round that both sides ran, in round order."""
+    return [new[r] - old[r] for r in sorted(old.keys() & new.keys())]
+
+
+def paired_prior(cases: Iterable[Sequence[float]]) -> VariancePrior:
+    """What a comparison's cases say about the variance of one round's difference (pooling.py):
+    `cases` are each case's round_differences. Three rounds give a case's own variance 2 degrees
+    of freedom; the cases of one run share the host and the harness, so their spreads are alike."""
+    return fit_prior((statistics.variance(d), len(d) - 1) for d in cases if len(d) >= MIN_PAIRED_ROUNDS)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired estimate of log(new/old): `rounds` is how many rounds it pairs, `unmatched` how many
+    processes ran in a round the other side did not (left out)."""
+
+    estimate: LogRatio
+    rounds: int
+    unmatched: int
+
+
+def paired_log_ratio(old: Mapping[int, float], new: Mapping[int, float],
+                     prior: VariancePrior = NO_PRIOR) -> Paired | None:
+    """log(new/old) from the log medians of each side's processes keyed by round (by_round); None
+    when fewer than MIN_PAIRED_ROUNDS rounds hold both sides.
+
+    The point is the median of the per-round differences (a process in a slow state moves one
+    difference, not the answer, as in measurement.Replicated); its variance the differences'
+    variance shrunk toward `prior` (paired_prior), times the median's factor over n rounds
+    (measurement.point_variance); its degrees of freedom n − 1 plus the prior's. On normal
+    differences the median's t interval covers 95-96 % (the mean's: 95 %) from 2 to 10 rounds.
+    """
+    d = round_differences(old, new)
+    if len(d) < MIN_PAIRED_ROUNDS:
+        return None
+    variance, df = prior.moderate(statistics.variance(d), len(d) - 1)
+    estimate = LogRatio(statistics.median(d), math.sqrt(point_variance(variance, len(d))), df)
+    return Paired(estimate, len(d), len(old) + len(new) - 2 * len(d))

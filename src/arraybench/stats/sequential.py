@@ -1,0 +1,116 @@
+"""When an undecided case has been measured enough: the stop rule for adding rounds.
+
+A case whose verdict is still open (between environments, or which backend·mode is fastest)
+gets another round, one more process of each side; a decided one stops. Looking after every
+round and stopping at the first verdict would give false verdicts far more often than the
+nominal rate: every look is one more chance for noise to cross the line (tests/test_sequential.py:
+8 looks at 5 % each gave 14 % false verdicts on identical sides, the rule 0.8 %). So the looks are bounded: a
+case is looked at with `first_round` rounds, then after each further round up to `max_rounds`,
+K = max_rounds − first_round + 1 looks at most, and each look reads its intervals at level α/K
+(Bonferroni over the looks). Whatever the truth, the chance that any look's interval misses it is
+at most K·α/K = α, and every false verdict needs such a miss: faster or slower with no change,
+same with a change beyond the threshold. The price is wider intervals at each look; a case that
+is clear early still stops early.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from arraybench.errors import UsageError
+from arraybench.stats.student import LogRatio
+from arraybench.stats.verdicts import ALPHA, NOISY, decide
+
+# Why a case's rounds ended (or why it goes on).
+OPEN, DECIDED, BUDGET, MAX_ROUNDS = "undecided", "decided", "budget", "max rounds"
+
+
+class Budget:
+    """The seconds of measurement further rounds may take, over every case of a run, read off a
+    clock (injectable: tests pass a fake one). A case going on claims its next round's cost, so the
+    cases of one round cannot together overrun what is left."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.start = clock()
+        self.claimed = 0.0
+
+    def left(self) -> float:
+        """Seconds not yet spent (by the clock) nor claimed for the round about to run."""
+        return self.seconds - (self.clock() - self.start) - self.claimed
+
+    def claim(self, seconds: float) -> bool:
+        """Reserve `seconds` of the next round for one case, if they fit in what is left."""
+        if seconds > self.left():
+            return False
+        self.claimed += seconds
+        return True
+
+    def settle(self) -> None:
+        """The round ran: the clock now counts what it cost, so its claims are let go."""
+        self.claimed = 0.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the rule says at one look: `go_on` (one more round) or stop, and why (`reason`), with
+    the rounds the case had, the level its intervals were read at and their verdicts."""
+
+    go_on: bool
+    reason: str
+    rounds: int
+    level: float
+    verdicts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """Further rounds for the cases whose verdict is open, within `max_rounds` and a Budget.
+
+    `first_round` is the rounds every case gets before its first look (the run's processes);
+    `threshold` the change below which a case is the same (compare's --threshold).
+    """
+
+    threshold: float
+    first_round: int
+    max_rounds: int
+    alpha: float = ALPHA
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.first_round <= self.max_rounds:
+            raise UsageError(f"more rounds need at least 2 processes a case and a maximum of rounds no smaller "
+                             f"(got {self.first_round} and {self.max_rounds})")
+
+    @property
+    def looks(self) -> int:
+        return self.max_rounds - self.first_round + 1
+
+    @property
+    def level(self) -> float:
+        """The two-sided level of each look's intervals: α over the looks."""
+        return self.alpha / self.looks
+
+    def verdicts(self, estimates: Sequence[LogRatio]) -> tuple[str, ...]:
+        """Each estimate's verdict at this rule's level (verdicts.decide, as compare gives it)."""
+        return tuple(decide(e.ratio, e.interval(self.level), e.p_value, self.threshold, self.level)
+                     for e in estimates)
+
+    def step(self, estimates: Sequence[LogRatio], rounds: int, budget: Budget, next_round_s: float) -> Step:
+        """One look at a case after `rounds` rounds: its `estimates` (one per question it answers:
+        the two environments' ratio, or the fastest over each other candidate) decide it when none
+        is too noisy to say. An open case goes on if it is below max_rounds and its next round,
+        costing `next_round_s`, fits the budget (which it then claims)."""
+        if not self.first_round <= rounds <= self.max_rounds:
+            raise ValueError(f"a look after {rounds} rounds is outside {self.first_round}..{self.max_rounds}")
+        verdicts = self.verdicts(estimates)
+        if NOISY not in verdicts:
+            reason = DECIDED
+        elif rounds == self.max_rounds:
+            reason = MAX_ROUNDS
+        elif not budget.claim(next_round_s):
+            reason = BUDGET
+        else:
+            return Step(True, OPEN, rounds, self.level, verdicts)
+        return Step(False, reason, rounds, self.level, verdicts)

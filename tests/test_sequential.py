@@ -1,0 +1,100 @@
+"""The stop rule for further rounds: false verdicts stay at the nominal rate however often it looks."""
+
+import math
+import random
+
+import pytest
+
+from arraybench.errors import UsageError
+from arraybench.stats.paired import paired_log_ratio
+from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, OPEN, Budget, StopRule
+from arraybench.stats.student import LogRatio
+from arraybench.stats.verdicts import FASTER, NOISY, SAME, SLOWER
+
+
+class EveryLookAtFivePercent(StopRule):
+    """What the rule guards against: each look read at 5 %, as if it were the only one."""
+
+    @property
+    def level(self) -> float:
+        return self.alpha
+
+
+def verdict_when_stopped(rule: StopRule, effect: float, rng: random.Random) -> tuple[str, str, int]:
+    """Measure one case round by round (env A and B under a shared ±10 % drift per round, ±2 %
+    of their own) until the rule stops it; its verdict, why it stopped and its rounds."""
+    old, new = {}, {}
+    budget = Budget(math.inf, clock=lambda: 0.0)
+    for r in range(rule.max_rounds):
+        host = math.log1p(rng.uniform(-0.10, 0.10))
+        old[r], new[r] = host + rng.gauss(0, 0.02), host + math.log(effect) + rng.gauss(0, 0.02)
+        if r + 1 >= rule.first_round:
+            step = rule.step([paired_log_ratio(old, new).estimate], r + 1, budget, next_round_s=1.0)
+            if not step.go_on:
+                return step.verdicts[0], step.reason, step.rounds
+    raise AssertionError("the rule never stopped")
+
+
+def test_identical_sides_looked_at_eight_times_get_no_more_false_verdicts_than_one_look_allows():
+    # No threshold: any significant look is a verdict, which is where repeated looks do harm.
+    rule, naive = StopRule(0.0, first_round=3, max_rounds=10), EveryLookAtFivePercent(0.0, 3, 10)
+    cases = 600
+    false = {}
+    for name, r in (("rule", rule), ("naive", naive)):
+        rng = random.Random(11)
+        outcomes = [verdict_when_stopped(r, 1.0, rng) for _ in range(cases)]
+        false[name] = sum(v in (SLOWER, FASTER) for v, _, _ in outcomes) / cases
+    assert rule.level == pytest.approx(0.05 / 8)
+    assert false["rule"] <= 0.05, false
+    assert false["naive"] >= 0.10, false  # 14 % measured (the rule: 0.8 %): the looks add up
+
+
+def test_a_clear_change_stops_early_and_a_same_one_stops_as_same():
+    rule = StopRule(0.02, first_round=3, max_rounds=10)
+    rng = random.Random(5)
+    slower = [verdict_when_stopped(rule, 1.10, rng) for _ in range(50)]
+    assert all(v == SLOWER and why == DECIDED for v, why, _ in slower)
+    assert sum(rounds for _, _, rounds in slower) / 50 < 5
+    same = [verdict_when_stopped(StopRule(0.2, 3, 10), 1.0, rng) for _ in range(20)]
+    assert all(v == SAME and why == DECIDED for v, why, _ in same)
+
+
+OPEN_CASE = [LogRatio(math.log(1.06), 0.05, 10)]  # too noisy at any look: ±10 % around +6 %
+
+
+def test_an_open_case_goes_on_until_its_last_round():
+    rule, budget = StopRule(0.05, 3, 5), Budget(100.0, clock=lambda: 0.0)
+    steps = [rule.step(OPEN_CASE, rounds, budget, next_round_s=1.0) for rounds in (3, 4, 5)]
+    assert [(s.go_on, s.reason) for s in steps] == [(True, OPEN), (True, OPEN), (False, MAX_ROUNDS)]
+    assert steps[-1].verdicts == (NOISY,) and steps[-1].level == pytest.approx(0.05 / 3)
+
+
+def test_the_budget_runs_out_on_the_clock_and_the_cases_of_a_round_share_it(fake_clock):
+    rule, budget = StopRule(0.05, 3, 100), Budget(35.0, clock=fake_clock)
+    rounds, reasons = 3, []
+    while True:  # one open case whose rounds take 10 s each
+        step = rule.step(OPEN_CASE, rounds, budget, next_round_s=10.0)
+        reasons.append(step.reason)
+        if not step.go_on:
+            break
+        fake_clock.advance(10.0)
+        budget.settle()
+        rounds += 1
+    assert reasons == [OPEN, OPEN, OPEN, BUDGET] and fake_clock.now == 30.0
+    # Two cases asking for 20 s each of the 35 s: the first gets its round, the second does not.
+    budget = Budget(35.0, clock=fake_clock)
+    assert [rule.step(OPEN_CASE, 3, budget, 20.0).reason for _ in range(2)] == [OPEN, BUDGET]
+
+
+def test_a_case_with_several_questions_stops_only_when_all_are_decided():
+    rule, budget = StopRule(0.05, 3, 10), Budget(100.0, clock=lambda: 0.0)
+    clear = LogRatio(math.log(1.5), 0.01, 20)
+    assert rule.step([clear, *OPEN_CASE], 3, budget, 1.0).reason == OPEN
+    assert rule.step([clear, clear], 3, budget, 1.0).verdicts == (SLOWER, SLOWER)
+
+
+def test_a_rule_that_cannot_look_is_a_usage_error():
+    with pytest.raises(UsageError, match="at least 2 processes"):
+        StopRule(0.05, first_round=1, max_rounds=10)
+    with pytest.raises(UsageError):
+        StopRule(0.05, first_round=5, max_rounds=4)
