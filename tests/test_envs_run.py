@@ -99,3 +99,59 @@ def test_the_report_keeps_each_environments_cases_apart(tmp_path):
     rows = [line.split()[:2] for line in rep.summary.splitlines() if line.startswith("numpy·eager")]
     assert ["numpy·eager", "[new]"] in rows and ["numpy·eager", "[old]"] in rows
     assert "numpy·eager [new] is fastest" in rep.markdown.read_text()
+
+
+def _two_env_run(path: Path, slowdown: float, drift: list[float], rounds: int = 4) -> Path:
+    """A results file of one run over environments old and new: each case's process in round k
+    took base·drift[k] (old) and base·drift[k]·slowdown (new), a few samples each."""
+    from dataclasses import replace
+
+    from arraybench.execution.parent import merge_processes
+    from arraybench.results import ResultsWriter
+    from arraybench.workloads import blank_record
+
+    header = {"schema": 3, "run_id": "r1", "started": "2026-01-01T00:00:00Z", "plan_size": 8,
+              "settings": {"dtype": "float32", "threads": 1, "seed": 0},
+              "environment": {"hostname": "box", "cpu_model": "cpu", "cpu_logical": 2, "gpus": [],
+                              "versions": {"numpy": "2.4.6"}},
+              "environments": {"old": {"versions": {"numpy": "2.3.5"}}, "new": {"versions": {"numpy": "2.4.6"}}}}
+    w = ResultsWriter(path, header)
+    for n in (1000, 2000, 4000, 8000):
+        for env, factor in (("old", 1.0), ("new", slowdown)):
+            case = Case("elementwise_add", (("n", n),), "numpy", "eager", "float32", 1, env=env)
+            procs = []
+            for k in range(rounds):
+                t = 1e-6 * n * drift[k] * factor
+                samples = tuple(t * (1 + 0.002 * j) for j in (-2, -1, 0, 1, 2))
+                procs.append(replace(blank_record(case, "ok"), samples_s=samples, median_s=t, round=k, loops=1))
+            w.append(merge_processes(procs))
+    w.close()
+    return path
+
+
+def test_compare_pairs_two_environments_of_one_run_by_round(tmp_path, run_cli):
+    """A 5 % slowdown under a drift of ±15 % between rounds: paired, every case is slower; the same
+    two files compared as two runs (unpaired) cannot tell."""
+    import json
+
+    drift = [1.0, 1.15, 0.87, 1.1]
+    path = _two_env_run(tmp_path / "run.jsonl", 1.05, drift)
+    code, out, err = run_cli("compare", f"{path}@old", f"{path}@new", "--format", "json", "--threshold", "2")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert [c["verdict"] for c in shown["cases"]] == ["slower"] * 4
+    assert shown["differences"] == ["versions.numpy: 2.3.5 → 2.4.6"]
+    assert {c["row"] for c in shown["cases"]} == {"numpy·eager"}  # the sides name the environments
+    # The same records, each side a file of its own: no pairing, and the drift hides the change.
+    from arraybench.comparison import compare, environment_side
+    from arraybench.results import load_results
+
+    res = load_results(path)
+    unpaired = compare(environment_side(res, "old"), environment_side(res, "new"), threshold=0.02)
+    assert all(c.verdict != "slower" for c in unpaired.cases)
+
+
+def test_an_unknown_environment_is_one_line(tmp_path, run_cli):
+    path = _two_env_run(tmp_path / "run.jsonl", 1.0, [1.0, 1.0, 1.0, 1.0])
+    code, _, err = run_cli("compare", f"{path}@old", f"{path}@newer")
+    assert code == 2 and "has no environment 'newer' (its environments: new, old)" in err

@@ -21,7 +21,7 @@ from arraybench.report.table import text_table
 from arraybench.results import Planned, Results, measured
 from arraybench.run_ids import run_id
 from arraybench.stats import power
-from arraybench.stats.paired import by_round, paired_log_ratio
+from arraybench.stats.paired import by_round, paired_log_ratio, paired_prior, round_differences
 from arraybench.stats.student import bounded_exp
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER, decide
 from arraybench.units import format_seconds
@@ -329,6 +329,30 @@ def compare_paired(base: Replicated, new: Replicated, rounds: tuple[Sequence[int
                             (base.processes, new.processes), note=note)
 
 
+def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]]) -> VariancePrior:
+    """What the compared cases of two environments say about the variance of one round's difference."""
+    diffs = []
+    for base, new in pairs:
+        b, n = measured(base), measured(new)
+        if base.status == new.status == "ok" and b is not None and n is not None:
+            diffs.append(round_differences(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new))))
+    return paired_prior(diffs)
+
+
+def environment_side(res: Results, env: str) -> Results:
+    """The records of one environment (`--env NAME`) of a run, as a run of their own: its header's
+    framework versions are that environment's, so compare names what differs between two."""
+    envs = res.header.get("environments") or {}
+    if env not in envs:
+        have = ", ".join(sorted(envs)) or "none: it was measured in one environment"
+        raise UsageError(f"run {run_id(res.header)} has no environment {env!r} (its environments: {have})")
+    header = {**res.header, "environment": {**res.environment, "versions": envs[env].get("versions") or {}},
+              "environment_name": env}
+    # Named by the side, not in every row: the records drop their environment's name.
+    return dataclasses.replace(res, header=header, records=[dataclasses.replace(r, env=None)
+                                                            for r in res.records if r.env == env])
+
+
 def adjust(results: list[SampleComparison], threshold: float) -> list[SampleComparison]:
     """Benjamini–Hochberg across all cases: q-values, and the verdicts they give.
 
@@ -359,11 +383,22 @@ def row_label(r: CaseRecord) -> str:
     return label(r, device=r.device != "cpu")
 
 
+def rounds_of(r: CaseRecord) -> list[int]:
+    """The round each of a case's processes ran in, in order (their position, for a record written
+    before processes recorded it)."""
+    if not r.replicates:
+        return [r.round if r.round is not None else 0]
+    return [p.round if p.round is not None else i for i, p in enumerate(r.replicates)]
+
+
 def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
-                  runs: tuple[Results, Results] | None = None, spread: RunSpread | None = None) -> CaseComparison:
+                  runs: tuple[Results, Results] | None = None, spread: RunSpread | None = None,
+                  paired: VariancePrior | None = None) -> CaseComparison:
     """One case, before the correction across cases (`compare` applies it). `runs` are the two
     runs the records come from, whose priors pool the spread between processes (results.analysed);
-    `spread` the variance between earlier runs of this case's machine (None: no history)."""
+    `spread` the variance between earlier runs of this case's machine (None: no history);
+    `paired`: the two sides are two environments of one run, compared round by round with this
+    prior (paired_prior over the comparison's cases)."""
     label, row = case_label(new), row_label(new)
     if base.status == "ok" and new.status == "ok":
         if runs is None:
@@ -372,7 +407,8 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
             b, n = measured(base, runs[0].prior), measured(new, runs[1].prior)
         if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
-        result = compare_samples(b, n, threshold, spread)
+        result = (compare_samples(b, n, threshold, spread) if paired is None else
+                  compare_paired(b, n, (rounds_of(base), rounds_of(new)), threshold, paired))
         return CaseComparison(label, row, base, new, result, result.verdict, "")
     if base.status == "ok" and new.status in FAILED:
         return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new.status}: {new.error}")
@@ -471,21 +507,26 @@ def environment_differences(base: Results, new: Results) -> list[str]:
 
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
-            names: tuple[str, str] = ("base", "new"), history: Sequence[Results] = ()) -> Comparison:
+            names: tuple[str, str] = ("base", "new"), history: Sequence[Results] = (),
+            paired: bool = False) -> Comparison:
     """Every case both runs measured, with its verdict after the correction across cases.
 
     `history`: earlier runs (a store's, Store.runs_on) from which the spread between runs of
     this machine is estimated (run_spread) and added to the intervals of the cases that have
     MIN_EARLIER_RUNS of them; without, each case is judged on its two runs alone.
+    `paired`: `base` and `new` are two environments of one run (environment_side), whose
+    processes ran in the same rounds: each case's interval is read from its per-round differences,
+    which a drift of the host during the run does not reach (stats/paired.py); history is not used.
     """
     b = {match_key(r): r for r in base.latest().values()}
     n = {match_key(r): r for r in new.latest().values()}
     both = sorted(b.keys() & n.keys())
-    earlier = earlier_measurements(base, new, history)
+    earlier = {} if paired else earlier_measurements(base, new, history)
     earlier = {b[k].id: earlier[b[k].id] for k in both if len(earlier.get(b[k].id, {})) >= MIN_EARLIER_RUNS}
     spread = run_spread(earlier)
     usable = spread if spread is not None and spread.df >= MIN_SPREAD_DF else None
-    cases = [compare_cases(b[k], n[k], threshold, (base, new), usable if b[k].id in earlier else None)
+    prior = paired_prior_of([(b[k], n[k]) for k in both]) if paired else None
+    cases = [compare_cases(b[k], n[k], threshold, (base, new), usable if b[k].id in earlier else None, prior)
              for k in both]
     tested = [c for c in cases if c.result is not None]
     adjusted = adjust([c.result for c in tested], threshold)  # type: ignore[misc]

@@ -67,6 +67,9 @@ class ProcessRecord:
 
     n_samples: int = described("count", "how many of the case's `samples_s` are this process's: the next `n_samples`",
                             default=0)
+    round: int | None = described("", "the round it ran in (0, 1, …): a round runs one process of every case of "
+                                      "every environment in one shuffled order, so the processes of a round "
+                                      "shared the host's state (`compare RUN@A RUN@B` pairs them)")
     loops: int | None = described("calls", "calls per sample, calibrated so a sample lasts ≥ 2 ms and ≥ 1000× the "
                                         "clock+sync cost")
     median_s: float | None = described("s", "this process's median per-call time")
@@ -204,6 +207,7 @@ class CaseRecord(Mapping[str, Any]):
     replicates: tuple[ProcessRecord, ...] = described("", "one entry per process, in order (see below)", default=(),
                                                    scope=CASE)
     # One process's timer details (on a case line: in `replicates`).
+    round: int | None = described("", "the round the process ran in (see replicates)", scope=PROCESS)
     loops: int | None = described("calls", "calls per sample", scope=PROCESS)
     half_width: float | None = described("ratio", "the median's 95 % interval, relative", scope=PROCESS)
     stop: str | None = described("", "why sampling stopped: `target`, `max_time`, `max_samples` or `budget` "

@@ -12,7 +12,7 @@ from arraybench import environment
 from arraybench.cli.exits import EXIT_FAILED_CASES, EXIT_OK
 from arraybench.cli.options import add_format_option, percent
 from arraybench.cli.store import add_store_option, load_all
-from arraybench.comparison import DEFAULT_THRESHOLD, compare, headline, render, render_as
+from arraybench.comparison import DEFAULT_THRESHOLD, compare, environment_side, headline, render, render_as
 from arraybench.errors import UsageError
 from arraybench.results import Results
 from arraybench.run_ids import run_id
@@ -22,9 +22,11 @@ from arraybench.terminal import table_renderer
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="compare two runs: ratio, significance and verdict per case")
-    p.add_argument("base", help="run id (or unique prefix, or latest) or results file")
-    p.add_argument("new", help="run id (or unique prefix, or latest) or results file")
+    p = sub.add_parser("compare", help="compare two runs, or two environments of one run (RUN@OLD RUN@NEW): "
+                                       "ratio, significance and verdict per case")
+    p.add_argument("base", help="run id (or unique prefix, or latest) or results file; RUN@ENV: one environment "
+                                "(--env) of a run, paired round by round with the other's where both are one run's")
+    p.add_argument("new", help="the same, for the new side")
     p.add_argument("--threshold", type=percent, default=DEFAULT_THRESHOLD, metavar="PCT",
                    help=f"smallest change that counts as faster or slower (default {100 * DEFAULT_THRESHOLD:g}%%)")
     p.add_argument("--fail-on-slowdown", type=percent, metavar="PCT",
@@ -39,11 +41,26 @@ def add_parser(sub: Any) -> None:
                         "(by default added to the intervals of cases with 2 or more earlier runs)")
 
 
+def split_env(ref: str) -> tuple[str, str | None]:
+    """`RUN@ENV` -> (RUN, ENV); a ref without one, or a file whose name holds an @, -> (ref, None)."""
+    run, at, env = ref.rpartition("@")
+    if not at or not run or not env or Path(ref).exists():
+        return ref, None
+    return run, env
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    sides = load_all([args.base, args.new], args.store)
+    (base_ref, base_env), (new_ref, new_env) = split_env(args.base), split_env(args.new)
+    sides = load_all([base_ref, new_ref], args.store)
     names = (_name(args.base, sides[0]), _name(args.new, sides[1]))
-    history = [] if args.no_history else earlier_runs(args.store, sides)
-    cmp = compare(sides[0], sides[1], threshold=args.threshold, names=names, history=history)
+    # Two environments of one run: their processes ran in the same rounds, so they pair.
+    paired = base_env is not None and new_env is not None and run_id(sides[0].header) == run_id(sides[1].header)
+    if base_env is not None:
+        sides[0] = environment_side(sides[0], base_env)
+    if new_env is not None:
+        sides[1] = environment_side(sides[1], new_env)
+    history = [] if args.no_history or paired else earlier_runs(args.store, sides)
+    cmp = compare(sides[0], sides[1], threshold=args.threshold, names=names, history=history, paired=paired)
     note = headline(*sides)
     print(render_as(cmp, note, args.format, table_renderer(sys.stdout)), end="")
     if args.output:
@@ -81,7 +98,9 @@ def earlier_runs(store: str, sides: list[Results]) -> list[Results]:
 
 
 def _name(ref: str, res: Results) -> str:
-    return f"{ref} (run {run_id(res.header)})" if Path(ref).exists() else f"run {run_id(res.header)}"
+    run, env = split_env(ref)
+    where = f" env {env}" if env else ""
+    return f"{run} (run {run_id(res.header)}{where})" if Path(run).exists() else f"run {run_id(res.header)}{where}"
 
 
 COMMANDS = {"compare": cmd_compare}

@@ -268,7 +268,8 @@ class Runner:
                         continue
                     t0 = time.monotonic()
                     # What measuring this process cost, worker start-up included where it had one.
-                    rec = replace(self.pool.run_one(case), wall_s=time.monotonic() - t0, machine=self.machine)
+                    rec = replace(self.pool.run_one(case), wall_s=time.monotonic() - t0, machine=self.machine,
+                                  round=k)
                     if self.processes > 1:  # with one, the case line follows at once
                         self.writer.append_replicate(rec, k)
                     done[case.id].append(rec)
