@@ -202,6 +202,10 @@ class CaseRecord(Mapping[str, Any]):
     n_samples: int | None = described("count", "number of samples (all processes)")
     noisy: bool | None = described("", "IQR > 10 % of the median, or processes differing by more than 10 %")
     n_processes: int | None = described("count", "how many processes measured the case", scope=CASE)
+    stopped: str | None = described("", "why its rounds ended where its question (between the run's environments, "
+                                        "or which backend·mode is fastest at its size) stayed open after the "
+                                        "planned processes: `decided`, `budget` (`--budget` spent) or `max rounds`; "
+                                        "`null`: the planned processes only", scope=CASE)
     process_spread: float | None = described("ratio", "the slowest process's median over the fastest's, minus 1",
                                           scope=CASE)
     replicates: tuple[ProcessRecord, ...] = described("", "one entry per process, in order (see below)", default=(),

@@ -87,6 +87,10 @@ class RunSettings:
     # interleaved in the same rounds; empty: this interpreter alone. `env_vars`: `--env-var NAME:VAR=VALUE`.
     envs: list[str] = field(default_factory=list)
     env_vars: list[str] = field(default_factory=list)
+    # Seconds of further rounds for the cases whose question stays open after the planned processes
+    # (execution/more_rounds.py); None: half the planned rounds' time in a run of several
+    # environments, none in a run of one (so `make bench` takes no longer than before).
+    budget: float | None = None
 
     def env_specs(self) -> list[Any]:
         """The parsed `envs` (envs.spec.EnvSpec each); a bad one is a UsageError."""
@@ -127,6 +131,8 @@ class RunSettings:
             raise UsageError(f"--timeout must be positive, not {self.timeout}")
         if self.refine < 0:
             raise UsageError(f"--refine must be 0 or more rounds, not {self.refine}")
+        if self.budget is not None and not self.budget >= 0:
+            raise UsageError(f"--budget must be 0 or more seconds, not {self.budget}")
         self.env_specs()
 
 
@@ -170,6 +176,7 @@ def run_settings(
     fixed_layout: bool = False,
     envs: Sequence[str] | None = None,
     env_vars: Sequence[str] | None = None,
+    budget: float | None = None,
 ) -> RunSettings:
     """The settings of a run, from plain values: `arraybench run` and `arraybench.run()` both call this.
 
@@ -207,4 +214,5 @@ def run_settings(
         fixed_layout=fixed_layout,
         envs=list(envs or []),
         env_vars=list(env_vars or []),
+        budget=budget,
     )

@@ -66,8 +66,10 @@ class ProgressBar(Progress):
         else:
             shown = status.upper() if status in FAILED else status
         style = "red" if status in FAILED else "green" if status == "ok" else "dim"
-        unit, done = ("cases", self.done) if self.processes == 1 else ("processes", self.processes_done)
-        self.bar.update(self.task, description=unit, completed=done, total=self.total * self.processes,
+        unit, done = ("cases", self.done) if self.processes == 1 and not self.extra else \
+            ("processes", self.processes_done)
+        total = self.total if unit == "cases" else self.expected()
+        self.bar.update(self.task, description=unit, completed=done, total=total,
                         last=f"{what}: [{style}]{shown}[/]")
         if self.bar.finished:
             self.close()

@@ -111,6 +111,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                           "`compare RUN@OLD RUN@NEW` (docs/environments.md)")
     run.add_argument("--env-var", action="append", metavar="NAME:VAR=VALUE", dest="env_vars",
                      help="set VAR for environment NAME's workers only (repeat it)")
+    run.add_argument("--budget", type=float, metavar="SECONDS",
+                     help="seconds of further rounds for the cases still undecided after the planned processes "
+                          "(between --env environments, or which backend·mode is fastest at a size); default: "
+                          "half the planned rounds' time with several --env, none with one")
     run.add_argument("--cache-limit", type=memory_size,
                      help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
                           "until it completes (default 2G)")
@@ -168,6 +172,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
         fixed_layout=args.fixed_layout,
         envs=args.envs,
         env_vars=args.env_vars,
+        budget=args.budget,
     )
 
 

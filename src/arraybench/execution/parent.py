@@ -461,6 +461,8 @@ class Progress:
         self.total, self.done, self.stream = total, 0, stream or sys.stderr
         self.processes, self.processes_done = processes, 0
         self.counted: dict[str, int] = {}  # per unfinished case, its processes counted so far
+        self.extra = 0  # processes of further rounds for open cases (more_rounds.py), beyond the plan's
+        self.finished: set[str] = set()  # cases whose line was written (a further round writes it again)
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
 
@@ -470,10 +472,18 @@ class Progress:
             self.counted[cid] = len(recs)
             self.processes_done += len(recs)
 
+    def more(self, cases: int) -> None:
+        """A further round measures one more process of `cases` finished cases."""
+        self.extra += cases
+
+    def expected(self) -> int:
+        """Processes the counter counts up to."""
+        return self.total * self.processes + self.extra
+
     def counter(self) -> str:
-        if self.processes == 1:
+        if self.processes == 1 and not self.extra:
             return f"{self.done}/{self.total}"
-        return f"{self.processes_done}/{self.total * self.processes} processes"
+        return f"{self.processes_done}/{self.expected()} processes"
 
     def replicate(self, rec: Mapping[str, Any], k: int) -> None:
         """One process of a case done (the case's own line follows its last process)."""
@@ -483,9 +493,13 @@ class Progress:
             self.show(f"{progress_label(rec)} process {k + 1}/{self.processes}", rec)
 
     def __call__(self, rec: Mapping[str, Any]) -> None:
-        self.done += 1
+        if rec["id"] not in self.finished:
+            self.done += 1
+            self.finished.add(rec["id"])
         # A case that failed is not measured again: the processes it will not run are done too.
-        self.processes_done += self.processes - self.counted.pop(rec["id"], 0)
+        counted = self.counted.pop(rec["id"], 0)
+        if rec["status"] not in ("ok", "wrong"):
+            self.processes_done += max(0, self.processes - counted)
         self.show(progress_label(rec), rec)
 
     def show(self, what: str, rec: Mapping[str, Any]) -> None:
@@ -499,7 +513,7 @@ class Progress:
         elapsed = time.monotonic() - self.started
         if self.tty:
             width = 24
-            share = min(1.0, self.processes_done / (self.total * self.processes)) if self.total else 1.0
+            share = min(1.0, self.processes_done / self.expected()) if self.total else 1.0
             filled = int(width * share)
             bar = "#" * filled + "-" * (width - filled)
             self.stream.write(f"\r[{bar}] {self.counter()} {elapsed:5.0f}s  {what}: {result}\033[K")

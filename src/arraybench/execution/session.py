@@ -15,6 +15,7 @@ from arraybench import __version__, environment, peaks, refine
 from arraybench.case import Case
 from arraybench.devices import kind_of
 from arraybench.errors import UsageError
+from arraybench.execution.more_rounds import more_rounds
 from arraybench.execution.parent import Progress, RunConfig, Runner, WorkerEnv
 from arraybench.plan import build_plan
 from arraybench.record import CaseRecord
@@ -152,6 +153,8 @@ def execute(
     try:
         runner.run(todo)
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
+        if isinstance(runner, Runner):  # further rounds need the local runner's processes, round by round
+            measure_open_questions(runner, plan, writer, progress, settings)
     finally:
         writer.close()
         if recording is not None:
@@ -159,6 +162,26 @@ def execute(
     # Kept after an interruption, for --resume (the CLI says how much it holds).
     shutil.rmtree(cache_dir(out_dir), ignore_errors=True)
     return load_results(out_dir)
+
+
+# A run of several environments spends up to this share of its planned rounds' time on more rounds
+# for the cases they leave undecided (--budget sets the seconds themselves).
+ENV_BUDGET_SHARE = 0.5
+
+
+def measure_open_questions(runner: Runner, plan: list[Case], writer: ResultsWriter, progress: Any,
+                           settings: RunSettings) -> dict[str, str]:
+    """More rounds for the plan's cases left undecided (more_rounds.py), within the run's budget."""
+    budget = settings.budget
+    if budget is None:
+        spent = sum(r.wall_s or 0.0 for r in load_results(writer.path).latest().values())
+        budget = ENV_BUDGET_SHARE * spent if settings.envs else 0.0
+
+    def grow(n: int) -> None:
+        if isinstance(progress, Progress):
+            progress.more(n)
+
+    return more_rounds(runner, plan, writer.path, writer, budget, on_round=grow)
 
 
 def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:

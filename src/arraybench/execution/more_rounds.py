@@ -1,0 +1,145 @@
+"""In the arraybench process: more rounds for the cases whose question is still open, within a budget.
+
+After the planned rounds (and refinement), a case is open where its verdict is undecided: between
+the environments of a run (`--env`: the paired ratio of its processes, round by round), or, at one
+size, between the fastest backend·mode and another one (their unpaired ratio). Each open case gets
+one more process a round, in the same shuffled rounds as the rest, until the stop rule
+(stats/sequential.py: a bounded number of looks, each at α over the looks) calls it decided, the
+rounds reach their maximum, or the budget of seconds (`--budget`) runs out. Decided cases stop at
+once. Every case looked at ends with a line whose `stopped` says why its rounds ended.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from arraybench.case import Case, base_id
+from arraybench.comparison import compare_samples, rounds_of
+from arraybench.record import CaseRecord
+from arraybench.results import ResultsWriter, load_results, measured
+from arraybench.stats.paired import by_round, paired_log_ratio
+from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
+from arraybench.stats.student import LogRatio
+
+# At most this many rounds beyond the planned ones: past it a case stays open and says so.
+EXTRA_ROUNDS = 4
+# A difference smaller than this is "the same" for the stop rule (compare's default threshold).
+THRESHOLD = 0.05
+
+
+def estimate(base: CaseRecord, new: CaseRecord, paired: bool) -> LogRatio | None:
+    """log(new/base) with its error: paired by round for two environments of a case, else unpaired."""
+    b, n = measured(base), measured(new)
+    if b is None or n is None:
+        return None
+    if paired:
+        found = paired_log_ratio(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new)))
+        if found is not None:
+            return found.estimate
+    result = compare_samples(b, n)
+    return LogRatio(math.log(result.ratio), result.log_se, result.df)
+
+
+def questions(records: Sequence[CaseRecord]) -> dict[str, list[tuple[str, LogRatio]]]:
+    """Per case id, the open-or-not questions it takes part in, as (other case id, estimate): each
+    environment against the run's first one, and at each size the fastest against each other one."""
+    ok = [r for r in records if r.status == "ok" and r.samples_s]
+    out: dict[str, list[tuple[str, LogRatio]]] = defaultdict(list)
+    envs: dict[str, list[CaseRecord]] = defaultdict(list)
+    for r in ok:
+        if r.env:
+            envs[base_id(r.id, r.env)].append(r)
+    for same in envs.values():
+        first, *others = sorted(same, key=lambda r: r.id)
+        for other in others:
+            if (e := estimate(first, other, paired=True)) is not None:
+                out[first.id].append((other.id, e))
+                out[other.id].append((first.id, e))
+    sizes: dict[tuple, list[CaseRecord]] = defaultdict(list)
+    for r in ok:
+        sizes[(r.workload, tuple(sorted(r.params.items())), r.dtype, r.device, r.env, r.machine)].append(r)
+    for rivals in sizes.values():
+        if len(rivals) < 2:
+            continue
+        fastest = min(rivals, key=lambda r: r.median_s or math.inf)
+        for other in rivals:
+            if other is not fastest and (e := estimate(fastest, other, paired=False)) is not None:
+                out[fastest.id].append((other.id, e))
+                out[other.id].append((fastest.id, e))
+    return out
+
+
+def process_records(path: Path) -> dict[str, list[CaseRecord]]:
+    """Every case's process records from the results file's replicate lines, in round order."""
+    out: dict[str, list[CaseRecord]] = defaultdict(list)
+    for k, r in sorted(load_results(path).replicate_lines, key=lambda kr: kr[0]):
+        out[r.id].append(replace(r, round=k if r.round is None else r.round))
+    return out
+
+
+class Runs(Protocol):
+    """What more_rounds drives: parent.Runner, which measures `cases` up to `processes` each, reusing
+    the processes in `partial` (as --resume does)."""
+
+    processes: int
+    partial: dict[str, list[CaseRecord]]
+
+    def run(self, cases: list[Case]) -> list[CaseRecord]: ...
+
+
+def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsWriter, budget_s: float,
+                clock: Callable[[], float] | None = None,
+                on_round: Callable[[int], None] = lambda n: None) -> dict[str, str]:
+    """Run rounds for the open cases of `plan` until each is decided, at its maximum of rounds, or out of
+    budget; returns why each case looked at stopped (also written to the file as its `stopped`).
+    `on_round(n)` is told before each further round how many cases it measures (the progress bar)."""
+    first = runner.processes
+    if first < 2 or budget_s <= 0:
+        return {}
+    rule = StopRule(THRESHOLD, first_round=first, max_rounds=first + EXTRA_ROUNDS)
+    budget = Budget(budget_s) if clock is None else Budget(budget_s, clock)
+    by_id = {c.id: c for c in plan}
+    stopped: dict[str, str] = {}
+    rounds = first
+    while True:
+        latest = load_results(path).latest()
+        asked = questions([r for r in latest.values() if r.id in by_id])
+        going = []
+        for cid, qs in sorted(asked.items()):
+            if cid in stopped:
+                continue
+            rec = latest[cid]
+            step = rule.step([e for _, e in qs], rounds, budget, next_round(rec))
+            if step.go_on:
+                going.append(by_id[cid])
+            else:
+                stopped[cid] = step.reason
+        budget.settle()
+        if not going:
+            break
+        runner.processes, runner.partial = rounds + 1, process_records(path)
+        on_round(len(going))
+        runner.run(going)
+        rounds += 1
+    final = load_results(path).latest()
+    for cid, why in sorted(stopped.items()):
+        writer.append(replace(final[cid], stopped=why))
+    return stopped
+
+
+def next_round(rec: CaseRecord) -> float:
+    """What one more process of `rec` costs: its processes' mean wall time (start-up included)."""
+    return (rec.wall_s or 0.0) / max(1, rec.n_processes or 1)
+
+
+def reasons(stopped: Mapping[str, str]) -> dict[str, int]:
+    """How many cases stopped for each reason, for the run's closing line."""
+    out: dict[str, int] = {DECIDED: 0, BUDGET: 0, MAX_ROUNDS: 0}
+    for why in stopped.values():
+        out[why] = out.get(why, 0) + 1
+    return out

@@ -1,0 +1,86 @@
+"""More rounds where the question is open (execution/more_rounds.py): stub processes, a fake clock."""
+
+import random
+from dataclasses import replace
+
+from arraybench.case import Case
+from arraybench.execution.more_rounds import more_rounds
+from arraybench.execution.parent import merge_processes
+from arraybench.results import ResultsWriter, load_results
+from arraybench.workloads import blank_record
+
+HEADER = {"schema": 3, "run_id": "r1", "started": "2026-01-01T00:00:00Z", "settings": {}, "environment": {},
+          "environments": {"old": {}, "new": {}}}
+
+
+class StubRunner:
+    """Measures each case's next process from its `true` time, a round drift shared by every case of
+    the round, and a process's own noise; writes the process and the case as parent.Runner does.
+    Each process costs `cost` seconds of the fake clock."""
+
+    def __init__(self, writer, true, clock, noise, cost=1.0, processes=2):
+        self.writer, self.true, self.clock, self.noise, self.cost = writer, true, clock, noise, cost
+        self.processes, self.partial = processes, {}
+        self.rng = random.Random(1)
+        self.calls = []
+
+    def process(self, case, k, drift):
+        t = self.true[case.id] * drift * self.rng.lognormvariate(0, self.noise[case.id])
+        self.clock.advance(self.cost)
+        return replace(blank_record(case, "ok"), samples_s=tuple(t * f for f in (0.99, 1.0, 1.01)), median_s=t,
+                       loops=1, round=k, wall_s=self.cost)
+
+    def run(self, cases):
+        self.calls.append((self.processes, sorted(c.id for c in cases)))
+        for k in range(self.processes):
+            drift = self.rng.uniform(0.85, 1.15)
+            for case in cases:
+                done = self.partial.setdefault(case.id, [])
+                if len(done) > k:
+                    continue
+                rec = self.process(case, k, drift)
+                self.writer.append_replicate(rec, k)
+                done.append(rec)
+                if k == self.processes - 1:
+                    self.writer.append(merge_processes(done))
+        return []
+
+
+def plan_of(*names):
+    return [Case("elementwise_add", (("n", n),), "numpy", "eager", "float32", 1, env=env)
+            for n in names for env in ("old", "new")]
+
+
+def test_an_open_case_gets_rounds_until_the_budget_ends_and_a_decided_one_stops_at_once(tmp_path, fake_clock):
+    plan = plan_of(1000, 2000)
+    clear = {c.id for c in plan if c.params == (("n", 1000),)}
+    open_ = {c.id for c in plan if c.params == (("n", 2000),)}
+    # n = 1000: new is 30 % slower, quiet processes; n = 2000: the same time, processes spread 20 %.
+    true = {c.id: 1e-3 * (1.3 if c.env == "new" and c.id in clear else 1.0) for c in plan}
+    noise = {c.id: 0.001 if c.id in clear else 0.2 for c in plan}
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, HEADER)
+    runner = StubRunner(writer, true, fake_clock, noise)
+    runner.run(plan)
+    stopped = more_rounds(runner, plan, path, writer, budget_s=2.5, clock=fake_clock)
+    writer.close()
+    assert {stopped[c] for c in clear} == {"decided"}
+    assert {stopped[c] for c in open_} == {"budget"}
+    # One further round fit the 2.5 s (two processes of 1 s), a second would not.
+    assert runner.calls[1:] == [(3, sorted(open_))]
+    latest = load_results(path).latest()
+    assert all(latest[c].n_processes == 3 and latest[c].stopped == "budget" for c in open_)
+    assert all(latest[c].n_processes == 2 and latest[c].stopped == "decided" for c in clear)
+    assert [p.round for p in latest[next(iter(open_))].replicates] == [0, 1, 2]
+
+
+def test_without_budget_or_with_one_process_nothing_more_is_measured(tmp_path, fake_clock):
+    plan = plan_of(1000)
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, HEADER)
+    runner = StubRunner(writer, {c.id: 1e-3 for c in plan}, fake_clock, {c.id: 0.3 for c in plan})
+    runner.run(plan)
+    assert more_rounds(runner, plan, path, writer, budget_s=0.0, clock=fake_clock) == {}
+    runner.processes = 1
+    assert more_rounds(runner, plan, path, writer, budget_s=100.0, clock=fake_clock) == {}
+    assert len(runner.calls) == 1
