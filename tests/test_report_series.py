@@ -1,10 +1,11 @@
 """A series is one problem at several sizes: cases that differ in another parameter are never strung into one."""
 
 import csv
+import re
 
-from test_report import record, results_of
+from test_report import record, results_of, svg_texts
 
-from arraybench.report import write_all
+from arraybench.report import winners, write_all
 from arraybench.report.answer import answers
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
@@ -72,3 +73,37 @@ def test_a_workload_whose_cases_differ_only_in_the_size_keeps_its_plain_titles(t
     header = next(line for line in rep.summary.splitlines() if line.startswith("backend·mode"))
     assert header.split() == ["backend·mode", "n=64", "n=512"]
     assert "as well as" not in rep.summary
+
+
+def shared_sizes():
+    """Two problems at the same sizes of n: at m = 128 numpy grows with n and jax·jit, flat, overtakes
+    it between n = 128 and 256; at m = 256 numpy·eager leads at both n."""
+    recs = [r for n in (64, 128, 256) for r in (matvec(n, 128, "numpy", "eager", 1e-6 * n / 64),
+                                                matvec(n, 128, "jax", "jit", 3e-6))]
+    return recs + [r for n in (64, 256) for r in (matvec(n, 256, "numpy", "eager", 1e-6),
+                                                  matvec(n, 256, "jax", "jit", 5e-6))]
+
+
+def test_the_winners_map_has_a_row_per_problem_never_one_mixing_them(tmp_path):
+    data = ReportData.from_results([results_of(shared_sizes())])
+    found = crossovers(data)
+    rows = winners.rows(data)
+    assert [r.title for r in rows] == ["matvec (m=128)", "matvec (m=256)"]
+    assert [(c.size, c.best) for c in rows[0].cells] == [(64, "numpy·eager"), (128, "numpy·eager"), (256, "jax·jit")]
+    assert [(c.size, c.best) for c in rows[1].cells] == [(64, "numpy·eager"), (256, "numpy·eager")]
+    # Each line is its own problem's story: m = 128's crossover, and none at m = 256.
+    assert winners.line(rows[0], found).startswith("numpy·eager below n ≈ 1")
+    assert winners.line(rows[0], found).split(";")[0].endswith("then jax·jit (1.33× at 256)")
+    assert winners.line(rows[1], found).startswith("numpy·eager at every n (5× at 256)")
+    rep = write_all([results_of(shared_sizes())], tmp_path)
+    assert "matvec (m=128)" in svg_texts(tmp_path / "plots" / "winners.svg")
+    glance = rep.summary.split("The answer at a glance")[1]
+    assert "matvec (m=128)" in glance and "matvec (m=256)" in glance
+    # Each line under the map links to its own problem's paragraph: two problems, two distinct ids.
+    html = rep.html.read_text()
+    links = re.findall(r'<li><a href="#(answer-[^"]+)"><b>matvec', html)
+    assert len(set(links)) == 2 and all(f'id="{a}"' in html for a in links)
+    # The two presets of the issue: a row each, one size each, never "numpy up to 64, then jax·jit".
+    two = winners.rows(ReportData.from_results([results_of(two_presets())]))
+    assert [(r.title, [c.best for c in r.cells]) for r in two] == [("matvec (m=128)", ["numpy·eager"]),
+                                                                   ("matvec (m=1024)", ["jax·jit"])]
