@@ -9,6 +9,7 @@ from arraybench.report import winners, write_all
 from arraybench.report.answer import answers
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
+from arraybench.report.plots import write_plots
 
 
 def matvec(n, m, backend, mode, median, **extra):
@@ -107,3 +108,26 @@ def test_the_winners_map_has_a_row_per_problem_never_one_mixing_them(tmp_path):
     two = winners.rows(ReportData.from_results([results_of(two_presets())]))
     assert [(r.title, [c.best for c in r.cells]) for r in two] == [("matvec (m=128)", ["numpy·eager"]),
                                                                    ("matvec (m=1024)", ["jax·jit"])]
+
+
+def test_plots_label_each_problem_and_never_join_two_into_one_series(tmp_path):
+    data = ReportData.from_results([results_of(shared_sizes())])
+    made = {p.name: p for p in write_plots(data, crossovers(data), tmp_path)}
+    # The heatmap's rows and the bars' panels name the problem: two share n = 64, neither hides the other.
+    heat = svg_texts(made["speedup-heatmap"].svg)
+    assert {"matvec · n=64, m=128", "matvec · n=64, m=256", "matvec · n=256, m=128", "matvec · n=256, m=256"} \
+        <= set(heat) and "matvec · n=64" not in heat
+    bars = svg_texts(made["bars-matvec"].svg)
+    assert [t for t in bars if t.startswith("n = ")] == ["n = 64 (m=128)", "n = 64 (m=256)", "n = 256 (m=128)",
+                                                        "n = 256 (m=256)"]
+    # A scaling plot per problem, titled by it; the crossover is drawn on m = 128's only.
+    scaling = sorted(name for name in made if name.startswith("scaling-"))
+    assert scaling == ["scaling-matvec-alpha-float32-m-128", "scaling-matvec-alpha-float32-m-256"]
+    assert made[scaling[0]].title == "matvec (m=128): scaling with n"
+    assert any(t.startswith("1: jax·jit overtakes numpy·eager at n ≈ ") for t in svg_texts(made[scaling[0]].svg))
+    assert not any(t.startswith("1: ") for t in svg_texts(made[scaling[1]].svg))
+    # Two presets that change n and m together: no scaling plot at all, each point a problem of its own.
+    data = ReportData.from_results([results_of(two_presets())])
+    made = {p.name: p for p in write_plots(data, crossovers(data), tmp_path / "two")}
+    assert not any(name.startswith("scaling-") for name in made)
+    assert {"matvec · n=64, m=128", "matvec · n=512, m=1024"} <= set(svg_texts(made["speedup-heatmap"].svg))
