@@ -5,6 +5,7 @@ import re
 
 from test_report import record, results_of, svg_texts
 
+from arraybench.report import devices as devices_section
 from arraybench.report import winners, write_all
 from arraybench.report.answer import answers
 from arraybench.report.crossovers import crossovers
@@ -131,3 +132,24 @@ def test_plots_label_each_problem_and_never_join_two_into_one_series(tmp_path):
     made = {p.name: p for p in write_plots(data, crossovers(data), tmp_path / "two")}
     assert not any(name.startswith("scaling-") for name in made)
     assert {"matvec · n=64, m=128", "matvec · n=512, m=1024"} <= set(svg_texts(made["speedup-heatmap"].svg))
+
+
+def device_case(m, n_devices, backend, median):
+    device = "cpu" if n_devices == 1 else f"cpu:{n_devices}"
+    return record("dp_grad", 256, backend, "jit", median, params={"d": 256, "m": m}, n_devices=n_devices,
+                  device=device, backend_info={"cores_shared": 4 if n_devices > 1 else None},
+                  id=f"dp_grad[d=256,m={m}]/{backend}-jit/{device}")
+
+
+def test_a_scaling_over_devices_is_one_problem_and_its_answer_names_only_its_own():
+    # At m = 8192 a second device pays; at m = 512, the same d, it does not.
+    recs = [device_case(8192, 1, "jax", 1e-3), device_case(8192, 2, "jax", 0.52e-3),
+            device_case(512, 1, "jax", 1e-4), device_case(512, 2, "jax", 1.5e-4)]
+    data = ReportData.from_results([results_of(recs)])
+    text = "\n".join(devices_section.markdown(data))
+    assert "dp_grad [256, m=8192] jax·jit on cpu: every device paid, up to 2" in text
+    assert "dp_grad [256, m=512] jax·jit on cpu: a second device does not pay" in text
+    said = {a.problem: a.text() for a in answers(data, [])}
+    assert "Adding devices pays for jax·jit [256, m=8192] on cpu up to 2" in said["m=8192"]
+    assert "m=512" not in said["m=8192"] and "8192" not in said["m=512"]
+    assert "Adding devices paid for none of its 1 backend·mode·size series" in said["m=512"]

@@ -69,7 +69,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
         # A multi-device workload's answer also says where adding a device stops paying.
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record["dtype"] == dtype
-                                   and s.points[0].record["machine"] == machine])
+                                   and s.points[0].record["machine"] == machine and s.fixed == fixed])
         out.append(Answer(wl, dtype, machine, verdict,
                           " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t),
                           data.problem(every[0]), unmeasured))
