@@ -3,14 +3,18 @@
 import csv
 import re
 
+from test_publish import CPU_ENV, GPU_ENV, write_run
 from test_report import record, results_of, svg_texts
 
+from arraybench.cli import main
 from arraybench.report import devices as devices_section
 from arraybench.report import winners, write_all
 from arraybench.report.answer import answers
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
 from arraybench.report.plots import write_plots
+from arraybench.site import across, load_store
+from arraybench.site.html import framework_page, workload_page
 
 
 def matvec(n, m, backend, mode, median, **extra):
@@ -153,3 +157,30 @@ def test_a_scaling_over_devices_is_one_problem_and_its_answer_names_only_its_own
     assert "Adding devices pays for jax·jit [256, m=8192] on cpu up to 2" in said["m=8192"]
     assert "m=512" not in said["m=8192"] and "8192" not in said["m=512"]
     assert "Adding devices paid for none of its 1 backend·mode·size series" in said["m=512"]
+
+
+def test_the_site_answers_and_pages_each_problem_apart(tmp_path):
+    # The EPYC ran both problems; the H100 only m = 256, which it names all the same.
+    gpu = [matvec(n, 256, b, "eager", t, backend_info={"version": "1.0"})
+           for n in (64, 256) for b, t in (("numpy", 2e-6), ("torch", 1e-6))]
+    files = [write_run(tmp_path / "cpu.jsonl", "20260102-000000-bbbbbb", "2026-01-02T00:00:00Z", CPU_ENV,
+                       [{**r, "backend_info": {"version": "1.0"}} for r in shared_sizes()]),
+             write_run(tmp_path / "gpu.jsonl", "20260101-000000-aaaaaa", "2026-01-01T00:00:00Z", GPU_ENV, gpu)]
+    db = tmp_path / "store.db"
+    assert main(["import", *map(str, files), "--store", str(db)]) == 0
+    site = load_store(str(db))
+    said = {a.title: a.text() for a in across(site)}
+    assert list(said) == ["matvec (float32; m=128)", "matvec (float32; m=256)"]
+    assert said["matvec (float32; m=128)"].startswith("matvec (float32; m=128) at n = 256: on the 2-core EPYC, "
+                                                      "jax·jit (3 µs")
+    assert "H100" not in said["matvec (float32; m=128)"]
+    assert "on the 2-core EPYC, numpy·eager (1 µs" in said["matvec (float32; m=256)"]
+    assert "on the H100, torch·eager (1 µs" in said["matvec (float32; m=256)"]
+    page = workload_page(site, "matvec")
+    assert [h for h in re.findall(r"<h2>([^<]*)</h2>", page)] == [
+        "The answer, machine by machine", "float32; m=128: the fastest correct backend·mode on each machine",
+        "float32; m=256: the fastest correct backend·mode on each machine"]
+    assert "<b>the H100 (float32; m=256)</b>: torch·eager is fastest at every measured n" in page
+    assert "<b>the 2-core EPYC (float32; m=128)</b>: numpy·eager is fastest below n ≈ " in page
+    framework = framework_page(site, "numpy")
+    assert "matvec 64 (m=128) · eager · cpu · float32" in framework and "matvec 64 (m=256) · eager" in framework

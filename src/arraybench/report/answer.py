@@ -36,6 +36,7 @@ class Answer:
     why: str
     problem: str = ""  # 'm=128' where the workload's cases differ in more than the size
     unmeasured: str = ""  # "No GPU was measured: …", where every case of a device kind was unavailable
+    fixed: tuple[tuple[str, Any], ...] = ()  # the problem's parameters other than the size, all of them
 
     @property
     def title(self) -> str:
@@ -62,7 +63,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         unmeasured = _unmeasured(every)
         if not ok:
             if unmeasured:
-                out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured))
+                out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured, fixed))
             continue
         here = [c for c in found if (c.workload, c.dtype, c.machine, c.fixed) == (wl, dtype, machine, fixed)]
         name = data.size_param(wl)
@@ -72,7 +73,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
                                    and s.points[0].record["machine"] == machine and s.fixed == fixed])
         out.append(Answer(wl, dtype, machine, verdict,
                           " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t),
-                          data.problem(every[0]), unmeasured))
+                          data.problem(every[0]), unmeasured, fixed))
     return out
 
 
