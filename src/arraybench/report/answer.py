@@ -36,6 +36,7 @@ class Answer:
     why: str
     problem: str = ""  # 'm=128' where the workload's cases differ in more than the size
     unmeasured: str = ""  # "No GPU was measured: …", where every case of a device kind was unavailable
+    fixed: tuple[tuple[str, Any], ...] = ()  # the problem's parameters other than the size, all of them
 
     @property
     def title(self) -> str:
@@ -62,17 +63,17 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         unmeasured = _unmeasured(every)
         if not ok:
             if unmeasured:
-                out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured))
+                out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured, fixed))
             continue
         here = [c for c in found if (c.workload, c.dtype, c.machine, c.fixed) == (wl, dtype, machine, fixed)]
         name = data.size_param(wl)
         verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
         # A multi-device workload's answer also says where adding a device stops paying.
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record["dtype"] == dtype
-                                   and s.points[0].record["machine"] == machine])
+                                   and s.points[0].record["machine"] == machine and s.fixed == fixed])
         out.append(Answer(wl, dtype, machine, verdict,
                           " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t),
-                          data.problem(every[0]), unmeasured))
+                          data.problem(every[0]), unmeasured, fixed))
     return out
 
 

@@ -54,7 +54,14 @@ class Series:
     label: str
     kind: str
     size: Any
+    fixed: tuple[tuple[str, Any], ...]  # its problem: the parameters other than the size
+    problem: str  # 'm=128' where the workload's cases differ in more than the size, else ''
     points: tuple[Point, ...]
+
+    @property
+    def point(self) -> str:
+        """'256', or '256, m=128' where the size alone does not say which problem."""
+        return f"{self.size}, {self.problem}" if self.problem else str(self.size)
 
     @property
     def suspect(self) -> Point | None:
@@ -104,7 +111,8 @@ def series(data: ReportData) -> list[Series]:
         machine, workload, dtype, backend, mode, kind, *_ = key
         label = case_label(recs[0], machine=len(data.machines) > 1)
         label += f" ({dtype})" if len({r['dtype'] for r in data.records}) > 1 else ""
-        out.append(Series(workload, label, kind, recs[0].get("size"), tuple(points)))
+        out.append(Series(workload, label, kind, recs[0].get("size"), data.points(workload).fixed(recs[0]),
+                          data.problem(recs[0]), tuple(points)))
     return out
 
 
@@ -127,7 +135,7 @@ def verdict(s: Series) -> str:
     """In words: up to which count adding a device paid, and why it stopped; or why its speedups are suspect."""
     stop = s.stops_at
     paid = last_paid(s)
-    what = f"{s.workload} [{s.size}] {s.label} on {s.kind}"
+    what = f"{s.workload} [{s.point}] {s.label} on {s.kind}"
     if (odd := s.suspect) is not None:
         return f"{what}: suspect, no scaling claimed: {odd.beyond()}."
     if stop is None:
@@ -171,7 +179,7 @@ def in_words(found: Sequence[Series]) -> str:
     shared = sorted({c for s in found for p in s.points if (c := _cores_shared(p.record))})
     listed = " and ".join(filter(None, (", ".join(map(str, counts[:-1])), str(counts[-1])))) if counts else ""
     cores = f" ({listed} CPU devices here share {shared[0]} cores)" if shared else ""
-    odd = "; ".join(f"{s.label} [{s.size}] on {s.kind}: {p.beyond()}" for s in found if (p := s.suspect))
+    odd = "; ".join(f"{s.label} [{s.point}] on {s.kind}: {p.beyond()}" for s in found if (p := s.suspect))
     suspect = f"; suspect, so not claimed: {odd}" if odd else ""
     if not sound:
         return f"No scaling is claimed{cores}: {odd}."
@@ -181,9 +189,9 @@ def in_words(found: Sequence[Series]) -> str:
         text = f"Adding devices paid for none of its {len(sound)} backend·mode·size series{cores}"
         if best is not None:
             s, p = best
-            text += f"; the closest: {s.label} [{s.size}] at {p.n}, speedup {_x(p.speedup)}"
+            text += f"; the closest: {s.label} [{s.point}] at {p.n}, speedup {_x(p.speedup)}"
         return text + suspect + "."
-    named = ", ".join(f"{s.label} [{s.size}] on {s.kind} up to {p.n} ({_x(p.speedup)})" for s, p in paid)
+    named = ", ".join(f"{s.label} [{s.point}] on {s.kind} up to {p.n} ({_x(p.speedup)})" for s, p in paid)
     rest = len(sound) - len(paid)
     return (f"Adding devices pays for {named}" + (f"; not for the other {rest} series" if rest else "")
             + f"{cores}{suspect}.")
@@ -222,7 +230,7 @@ HEADER = ["workload", "size", "backend·mode", "kind", "devices", "median / call
 
 
 def rows(all_series: Sequence[Series]) -> list[list[str]]:
-    return [[s.workload, str(s.size), s.label, s.kind, str(p.n), format_seconds(p.record["median_s"]),
+    return [[s.workload, s.point, s.label, s.kind, str(p.n), format_seconds(p.record["median_s"]),
              _x(p.speedup) + (" (suspect)" if p.suspect else ""), _f(p.efficiency), _pct(p.communication)]
             for s in all_series for p in s.points]
 
@@ -319,13 +327,14 @@ def plots(data: ReportData, save: Callable[[str, str, str, Any], None]) -> None:
         if cores:
             ax.axhline(cores[0], color="#999999", linestyle="--", linewidth=0.8,
                        label=f"the {cores[0]} cores the CPU devices share")
-        # One colour per backend·mode, one line style per size: a reader follows a framework across sizes.
-        sizes = sorted({s.size for s in group}, key=lambda v: (str(type(v)), v))
+        # One colour per backend·mode, one line style per parameter point (a size, of one problem): a
+        # reader follows a framework across sizes, and two problems of one size are two lines.
+        where = sorted({(s.size, s.point) for s in group}, key=lambda v: (str(type(v[0])), v))
         for s in group:
             pts = [(p.n, p.speedup) for p in s.points if p.speedup is not None]
-            style = LINE_STYLES[sizes.index(s.size) % len(LINE_STYLES)]
+            style = LINE_STYLES[where.index((s.size, s.point)) % len(LINE_STYLES)]
             ax.plot([n for n, _ in pts], [x for _, x in pts], marker="o", color=colour(s.label), linestyle=style,
-                    label=f"{s.label} [{s.size}] {s.kind}")
+                    label=f"{s.label} [{s.point}] {s.kind}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(counts, [str(c) for c in counts])
         ax.set_xlabel("devices")

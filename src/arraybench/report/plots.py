@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +81,8 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                 one = sum(k[0] == wl for k in swept) == 1
                 suffix = "" if one else "-" + slug(f"{machine}-{dtype}" + _fixed(fixed))
                 here = [c for c in found if (c.workload, c.machine, c.dtype, c.fixed) == (wl, machine, dtype, fixed)]
-                save(f"scaling-{slug(wl)}{suffix}", f"{wl}: scaling with {name}",
+                problem = data.problem(next(iter(next(iter(series.values())).values())))
+                save(f"scaling-{slug(wl)}{suffix}", f"{wl}{f' ({problem})' if problem else ''}: scaling with {name}",
                      f"Median time per call against {name}, log-log. Numbered rings mark where the fastest "
                      "backend·mode changes, the grey bar the two measured sizes that bracket it; every "
                      "crossover between any two backend·modes is in crossovers.csv.",
@@ -92,7 +94,8 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                 if recs:
                     save(f"bars-{slug(wl)}{suffix}", f"{wl}{suffix.replace('-', ' ')}: time per call",
                          "Median time per call (bars, IQR as error bars) beside the first call, which "
-                         "holds tracing and compilation; log scale. Smallest and largest size side by side.",
+                         "holds tracing and compilation; log scale. Smallest and largest size side by side "
+                         "(of each problem, where the cases differ in more than the size).",
                          bars_figure(data, wl, recs))
         if heatmap_rows(data):
             save("speedup-heatmap", "Speedup over NumPy",
@@ -136,16 +139,31 @@ def _figure(width: float, height: float, ncols: int = 1, sharey: bool = False) -
     return fig, axes
 
 
+def bar_panels(data: ReportData, wl: str,
+               recs: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """(title, records) per panel of a bar plot: each problem's smallest and largest size, in the
+    tables' order of points; two problems that share a size get a panel each."""
+    pts = data.points(wl)
+    problems: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in recs:
+        problems[pts.fixed(r)].append(r)
+    panels = []
+    for group in problems.values():
+        sizes = sorted({r.get("size") for r in group}, key=size_sort_key)
+        panels += [[r for r in group if r.get("size") == size] for size in dict.fromkeys((sizes[0], sizes[-1]))]
+    panels.sort(key=lambda panel: pts.order(panel[0]))
+    return [(f"{pts.size_param} = {panel[0].get('size')}"
+             + (f" ({problem})" if (problem := data.problem(panel[0])) else ""), panel) for panel in panels]
+
+
 def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) -> Any:
     from matplotlib.patches import Patch
 
-    sizes = sorted({r.get("size") for r in recs}, key=size_sort_key)
-    shown = sizes if len(sizes) <= 2 else [sizes[0], sizes[-1]]
+    shown = bar_panels(data, wl, recs)
     labels = data.labels(recs)
-    name = data.size_param(wl)
     fig, axes = _figure(max(6.0, 1.0 + 0.75 * len(labels) * len(shown)), 4.6, len(shown), sharey=True)
-    for ax, size in zip(axes, shown, strict=True):
-        cell = {data.label(r): r for r in recs if r.get("size") == size}
+    for ax, (title, panel) in zip(axes, shown, strict=True):
+        cell = {data.label(r): r for r in panel}
         for i, label in enumerate(labels):
             r = cell.get(label)
             if r is None:
@@ -167,7 +185,7 @@ def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) ->
         ax.set_yscale("log")
         ax.set_xlim(-0.6, len(labels) - 0.4)  # room for the status words of cases without bars
         ax.set_xticks(range(len(labels)), labels, rotation=35, ha="right")
-        ax.set_title(f"{name} = {size}")
+        ax.set_title(title)
         ax.grid(axis="x", visible=False)
         seconds_axis(ax)
     axes[0].set_ylabel("time per call (log scale)")
@@ -235,9 +253,9 @@ def lead_changes(series: dict[str, dict[float, Mapping[str, Any]]], found: list[
 
 
 def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, Mapping[str, Any]]]]:
-    """(row title, label -> record) per workload at its smallest and largest size (and machine,
-    dtype where they vary). Rows without a correct numpy·eager case have nothing to compare with
-    and are left out.
+    """(row title, label -> record) per problem of each workload at its smallest and largest size
+    (and machine, dtype where they vary). Rows without a correct numpy·eager case have nothing to
+    compare with and are left out.
     """
     many_machines = len(data.machines) > 1
     many_dtypes = len({r["dtype"] for r in data.records}) > 1
@@ -245,21 +263,23 @@ def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, Mapping[str, Any
     for r in data.records:
         if r["status"] == "unavailable":
             continue
-        key = (r["workload"], size_sort_key(r.get("size")), r["dtype"], r["machine"])
+        key = (r["workload"], data.points(r["workload"]).order(r), r["dtype"], r["machine"])
         rows.setdefault(key, {})[data.label(r)] = r
     compared = {k: cells for k, cells in rows.items() if any(r.get("speedup") for r in cells.values())}
     # A sweep's ends only: the sizes between are in its scaling plot, and a row per size would
-    # push the roofline below the first screens.
+    # push the roofline below the first screens. A sweep is one problem (workloads/sizes.fixed_params).
     ends: dict[tuple, list[tuple]] = {}
     for key in sorted(compared):
-        ends.setdefault((key[0], key[2], key[3]), []).append(key)
+        one = next(iter(compared[key].values()))
+        ends.setdefault((key[0], key[2], key[3], data.points(key[0]).fixed(one)), []).append(key)
     shown = {k for keys in ends.values() for k in (keys[0], keys[-1])}
     out = []
-    for (wl, _size, dtype, machine), cells in sorted(compared.items()):
-        if (wl, _size, dtype, machine) not in shown:
-            continue
-        size_text = next(iter(cells.values())).get("size")
-        title = f"{wl} · {data.size_param(wl)}={size_text}"
+    for key in sorted(shown):
+        wl, _order, dtype, machine = key
+        cells = compared[key]
+        one = next(iter(cells.values()))
+        title = f"{wl} · {data.size_param(wl)}={one.get('size')}"
+        title += f", {problem}" if (problem := data.problem(one)) else ""
         title += f" · {dtype}" if many_dtypes else ""
         title += f" @{machine}" if many_machines else ""
         out.append((title, cells))

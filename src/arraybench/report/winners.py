@@ -66,36 +66,45 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
-    """One workload (per dtype, and machine where there are several) across its own measured sizes."""
+    """One problem of a workload (per dtype, and machine where there are several) across its own
+    measured sizes: a series, never two problems strung into one (workloads/sizes.fixed_params)."""
 
     workload: str
     dtype: str
     machine: str
+    fixed: tuple[tuple[str, Any], ...]  # the parameters other than the size
+    problem: str  # 'm=128' where the workload's cases differ in more than the size, else ''
     title: str
     size_name: str
     cells: tuple[Cell, ...]
 
     @property
     def anchor(self) -> str:
-        return anchor(self.workload, self.dtype, self.machine)
+        return anchor(self.workload, self.dtype, self.machine, self.problem)
 
 
-def anchor(workload: str, dtype: str, machine: str) -> str:
-    """The HTML id of a workload's written answer, which its line under the map links to."""
-    return "answer-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{workload}-{dtype}-{machine}")
+def anchor(workload: str, dtype: str, machine: str, problem: str = "") -> str:
+    """The HTML id of a problem's written answer, which its line under the map links to."""
+    return "answer-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(filter(None, (workload, dtype, machine, problem))))
 
 
 def rows(data: ReportData) -> list[Row]:
-    """Every workload with a case that ran (correct or not), in the report's order."""
-    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    """Every problem with a case that ran (correct or not), in the order of the written answer."""
+    groups: dict[tuple[str, str, str, tuple], list[Mapping[str, Any]]] = defaultdict(list)
     for r in data.records:
         if r["status"] == "ok" or r["status"] in FAILED:
-            groups[(r["workload"], r["dtype"], r["machine"])].append(r)
+            groups[(r["workload"], r["dtype"], r["machine"], data.points(r["workload"]).fixed(r))].append(r)
     many_dtypes = len({k[1] for k in groups}) > 1
+
+    def first(kv: tuple[tuple, list[Mapping[str, Any]]]) -> tuple:  # problems by their smallest point
+        return (*kv[0][:3], min(data.points(kv[0][0]).order(r) for r in kv[1]))
+
     out = []
-    for (wl, dtype, machine), recs in sorted(groups.items()):
-        title = wl + (f" ({dtype})" if many_dtypes else "") + (f" @{machine}" if len(data.machines) > 1 else "")
-        out.append(Row(wl, dtype, machine, title, data.size_param(wl), _cells(data, recs)))
+    for (wl, dtype, machine, fixed), recs in sorted(groups.items(), key=first):
+        problem = data.problem(recs[0])
+        apart = "; ".join(filter(None, (dtype if many_dtypes else "", problem)))
+        title = wl + (f" ({apart})" if apart else "") + (f" @{machine}" if len(data.machines) > 1 else "")
+        out.append(Row(wl, dtype, machine, fixed, problem, title, data.size_param(wl), _cells(data, recs)))
     return out
 
 
@@ -165,9 +174,10 @@ def changes(row: Row, found: Sequence[Crossover]) -> list[Change]:
     out = []
     for a, b in zip(parts, parts[1:], strict=False):
         s0, s1 = a.cells[-1].size, b.cells[0].size
-        c = next((c for c in found if (c.workload, c.dtype, c.machine) == (row.workload, row.dtype, row.machine)
-                  and c.state == bracket.BRACKETED and c.faster_below in a.cells[0].labels()
-                  and c.faster_above in b.cells[0].labels() and c.lo < s1 and c.hi > s0), None)
+        c = next((c for c in found if (c.workload, c.dtype, c.machine, c.fixed)
+                  == (row.workload, row.dtype, row.machine, row.fixed) and c.state == bracket.BRACKETED
+                  and c.faster_below in a.cells[0].labels() and c.faster_above in b.cells[0].labels()
+                  and c.lo < s1 and c.hi > s0), None)
         out.append(Change(row.size_name, s0, s1, c.size if c else None))
     return out
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,18 +30,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Across:
-    """One workload and dtype: each machine's verdict at the largest size all of them measured (`size`),
-    or, where they measured none in common, each at its own largest."""
+    """One problem of a workload and dtype: each machine's verdict at the largest size all of them
+    measured (`size`), or, where they measured none in common, each at its own largest."""
 
     workload: str
     dtype: str
     size_name: str
     size: Any | None
     verdicts: tuple[Verdict, ...]
-
-    @property
-    def title(self) -> str:
-        return f"{self.workload} ({self.dtype})"
+    title: str  # 'sort (float32)', or 'matvec (float32; m=128)' where the workload has several problems
 
     def where(self) -> str:
         """'at n = 10⁶', or '' where the machines' sizes differ."""
@@ -62,15 +58,12 @@ class Across:
 
 
 def across(site: SiteData) -> list[Across]:
-    """Every workload and dtype with a correct case on some machine, in name order."""
-    groups: dict[tuple[str, str], dict[str, list[Mapping[str, Any]]]] = defaultdict(dict)
-    for key, data in site.latest.items():
-        for r in data.records:
-            groups[(r["workload"], r["dtype"])].setdefault(key, []).append(r)
+    """Every problem (workload, dtype and its parameters besides the size) with a correct case on
+    some machine, in name order."""
     out = []
-    for (wl, dtype), by_machine in sorted(groups.items()):
+    for problem in site.problems():
         per: dict[str, list[Lead]] = {}
-        for key, recs in by_machine.items():
+        for key, recs in problem.cases.items():
             if found := leads(site.latest[key], recs):
                 per[key] = found
         if not per:
@@ -84,8 +77,8 @@ def across(site: SiteData) -> list[Across]:
             found = per[machine.key]
             lead = next(x for x in found if x.size == size) if size is not None else found[-1]
             verdicts.append(Verdict(machine, site.latest[machine.key].label(lead.best), lead))
-        name = site.latest[verdicts[0].machine.key].size_param(wl)
-        out.append(Across(wl, dtype, name, size, tuple(verdicts)))
+        out.append(Across(problem.workload, problem.dtype, site.points[problem.workload].size_param, size,
+                          tuple(verdicts), problem.title))
     return out
 
 

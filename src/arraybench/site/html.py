@@ -18,7 +18,7 @@ from arraybench.palette import colour
 from arraybench.record import FAILED
 from arraybench.report.answer import leads
 from arraybench.report.model import CaseView
-from arraybench.report.table import size_sort_key, size_text
+from arraybench.report.table import Points, size_sort_key, size_text
 from arraybench.site.answer import Across
 from arraybench.site.model import Machine, SiteData, VersionTable
 from arraybench.units import format_seconds
@@ -169,22 +169,19 @@ def interval_text(view: CaseView) -> str:
 
 
 def workload_page(site: SiteData, workload: str) -> str:
-    """Per dtype: a row per size, a column per machine, each cell the fastest correct backend·mode there."""
+    """Per dtype and problem: a row per size, a column per machine, each cell the fastest correct
+    backend·mode there."""
     body = []
     machines = [m for m in site.machines if m.key in site.latest
                 and any(r["workload"] == workload for r in site.latest[m.key].records)]
-    dtypes = sorted({r["dtype"] for m in machines for r in site.latest[m.key].records if r["workload"] == workload})
-    for dtype in dtypes:
+    problems = [p for p in site.problems() if p.workload == workload]
+    name = site.points[workload].size_param
+    for problem in problems:
         cells: dict[tuple[Any, str], str] = {}
         sizes: set[Any] = set()
-        name = "size"
         for m in machines:
             data = site.latest[m.key]
-            recs = [r for r in data.records if r["workload"] == workload and r["dtype"] == dtype]
-            if not recs:
-                continue
-            name = data.size_param(workload)
-            for lead in leads(data, recs):
+            for lead in leads(data, problem.cases.get(m.key, [])):
                 best = lead.best
                 assert isinstance(best, CaseView)  # ReportData's records are views
                 sizes.add(lead.size)
@@ -198,14 +195,16 @@ def workload_page(site: SiteData, workload: str) -> str:
         rows = "".join(f"<tr><th>{e(name)} = {e(_size(s))}</th>"
                        + "".join(cells.get((s, m.key), "<td></td>") for m in machines) + "</tr>"
                        for s in sorted(sizes, key=size_sort_key))
-        body.append(f"<section><h2>{e(dtype)}: the fastest correct backend·mode on each machine</h2>"
+        body.append(f"<section><h2>{e(problem.apart)}: the fastest correct backend·mode on each machine</h2>"
                     '<p class="muted">Its median per call, [its 95 % interval], its lead over the runner-up on '
                     "that machine (a tie where they are within noise: marked), and the report's figures for it. "
                     "Sizes where only a crossover's two rivals were measured are left out.</p>"
                     f'<div class="table-wrap"><table><thead><tr><th>{e(name)}</th>{head}</tr></thead>'
                     f"<tbody>{rows}</tbody></table></div></section>")
-    said = [f"<li><b>the {e(m.name)} ({e(a.dtype)})</b>: {e(a.text())}</li>"
-            for m in machines for a in site.answers[m.key] if a.workload == workload]
+    # Titled by the site's problems, not each machine's own: one that ran only m=128 still names it.
+    said = [f"<li><b>the {e(m.name)} ({e(p.apart)})</b>: {e(a.text())}</li>"
+            for m in machines for p in problems for a in site.answers[m.key]
+            if (a.workload, a.dtype, a.fixed) == (workload, p.dtype, p.fixed)]
     runs = [r for r in site.runs if any(v["workload"] == workload for _, v in r.views)]
     body.insert(0, '<section id="answer"><h2>The answer, machine by machine</h2>'
                    f'<ul class="answer">{"".join(said)}</ul><p>Its runs\' reports: '
@@ -217,17 +216,24 @@ def framework_page(site: SiteData, backend: str) -> str:
     """Per machine: each case's time under every version of `backend` that ran it, and the last change."""
     body = []
     for key, table in site.versions(backend).items():
-        body.append(version_section(site.machine(key), table, backend))
+        body.append(version_section(site.machine(key), table, backend, site.points))
     if not body:
         body.append(f"<section><p>No correct case of {e(backend)} was stored.</p></section>")
     return page(f"{backend} across its versions", "per machine: did the last upgrade help?", "\n".join(body), depth=1)
 
 
-def version_section(machine: Machine, table: VersionTable, backend: str) -> str:
+def version_section(machine: Machine, table: VersionTable, backend: str, points: dict[str, Points]) -> str:
+    """One machine's table of `backend`'s cases by version; `points` names each case's problem where
+    its workload has several."""
     versions = table.versions
     counts = {"faster": 0, "slower": 0, "within noise": 0}
     rows = []
-    for case in sorted(table.cases, key=lambda c: _case_key(table.cases[c])):
+
+    def order(by_version: dict[str, CaseView]) -> tuple[Any, ...]:
+        v = next(iter(by_version.values()))
+        return (v["workload"], v["dtype"], points[v["workload"]].order(v), v["mode"], v.get("device", "cpu"))
+
+    for case in sorted(table.cases, key=lambda c: order(table.cases[c])):
         by_version = table.cases[case]
         cells = "".join(
             f"<td>{e(format_seconds(by_version[v]['median_s']))} <span class=\"muted\">"
@@ -240,8 +246,9 @@ def version_section(machine: Machine, table: VersionTable, backend: str) -> str:
             change = f'<span class="{word.split()[0]}">{e(text)}</span> <span class="muted">' \
                      f"({e(measured[-2])} → {e(measured[-1])})</span>"
         view = next(iter(by_version.values()))
-        label = (f"{view['workload']} {_size(view.get('size'))} · {view['mode']} · {view.get('device', 'cpu')} · "
-                 f"{view['dtype']} · {view.get('threads')} threads")
+        problem = points[view["workload"]].problem(view)
+        label = (f"{view['workload']} {_size(view.get('size'))}{f' ({problem})' if problem else ''} · "
+                 f"{view['mode']} · {view.get('device', 'cpu')} · {view['dtype']} · {view.get('threads')} threads")
         rows.append(f"<tr><td>{e(label)}</td>{cells}<td>{change}</td></tr>")
     head = "".join(f'<th><a href="{e(run_href(table.runs[v], 1))}">{e(v)}</a></th>' for v in versions)
     if len(versions) > 1:
@@ -266,11 +273,6 @@ def _change(before: CaseView, after: CaseView) -> tuple[str, str]:
     if side == 1:
         return "slower", f"{1 / ratio:.2g}× slower"
     return "within noise", f"within noise ({ratio:.2f}×)"
-
-
-def _case_key(by_version: dict[str, CaseView]) -> tuple[Any, ...]:
-    v = next(iter(by_version.values()))
-    return (v["workload"], v["dtype"], size_sort_key(v.get("size")), v["mode"], v.get("device", "cpu"))
 
 
 def _size(size: Any) -> str:

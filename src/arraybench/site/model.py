@@ -15,6 +15,7 @@ from arraybench.exports import benchmark_name
 from arraybench.report.answer import Answer, answers
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import CaseView, ReportData
+from arraybench.report.table import Points, points_by_workload
 from arraybench.results import Results
 from arraybench.run_ids import run_id
 from arraybench.store import Store
@@ -46,6 +47,28 @@ class Run:
     @property
     def machines(self) -> list[Machine]:
         return list({m.key: m for m, _ in self.views}.values())
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One workload, dtype and problem (its parameters besides the size) across machines: a series
+    over the size on each, never two problems strung into one (workloads/sizes.fixed_params)."""
+
+    workload: str
+    dtype: str
+    fixed: tuple[tuple[str, Any], ...]
+    problem: str  # 'm=128' where the workload's cases differ in more than the size on some machine, else ''
+    cases: dict[str, list[CaseView]]  # machine key -> its latest cases of the problem
+
+    @property
+    def apart(self) -> str:
+        """'float32', or 'float32; m=128': what sets it apart from the workload's other problems."""
+        return f"{self.dtype}; {self.problem}" if self.problem else self.dtype
+
+    @property
+    def title(self) -> str:
+        """'sort (float32)', or 'matvec (float32; m=128)', as the report titles its answer."""
+        return f"{self.workload} ({self.apart})"
 
 
 @dataclass
@@ -90,6 +113,27 @@ class SiteData:
     @property
     def frameworks(self) -> list[str]:
         return sorted({v["backend"] for run in self.runs for _, v in run.views if v["status"] != "unavailable"})
+
+    @cached_property
+    def points(self) -> dict[str, Points]:
+        """Each workload's size parameter and the others that vary, over every machine's cases: a
+        problem is named alike on every machine, whichever of them it ran on."""
+        return points_by_workload(r for data in self.latest.values() for r in data.records)
+
+    def problems(self) -> list[Problem]:
+        """Every problem measured on some machine, by workload, dtype and its smallest point."""
+        groups: dict[tuple[str, str, tuple], dict[str, list[CaseView]]] = defaultdict(dict)
+        for key, data in self.latest.items():
+            for r in data.records:
+                pts = self.points[r["workload"]]
+                groups[(r["workload"], r["dtype"], pts.fixed(r))].setdefault(key, []).append(r)
+
+        def first(item: tuple[tuple, dict[str, list[CaseView]]]) -> tuple:
+            pts = self.points[item[0][0]]
+            return (*item[0][:2], min(pts.order(r) for recs in item[1].values() for r in recs))
+
+        return [Problem(wl, dtype, fixed, self.points[wl].problem(next(iter(cases.values()))[0]), cases)
+                for (wl, dtype, fixed), cases in sorted(groups.items(), key=first)]
 
     @cached_property
     def answers(self) -> dict[str, list[Answer]]:
