@@ -155,3 +155,16 @@ def test_an_unknown_environment_is_one_line(tmp_path, run_cli):
     path = _two_env_run(tmp_path / "run.jsonl", 1.0, [1.0, 1.0, 1.0, 1.0])
     code, _, err = run_cli("compare", f"{path}@old", f"{path}@newer")
     assert code == 2 and "has no environment 'newer' (its environments: new, old)" in err
+
+
+def test_the_reports_first_screen_says_each_environment_against_the_first(tmp_path):
+    from arraybench.report import write_all
+    from arraybench.results import load_results
+
+    path = _two_env_run(tmp_path / "run.jsonl", 1.08, [1.0, 1.15, 0.87, 1.1])
+    rep = write_all([load_results(path)], tmp_path / "report")
+    said = ("numpy 2.4.6 against 2.3.5: faster in 0 of 4 cases, slower in 4 (median +8 %), "
+            "the same within 5 % in 0, undecided in 0")
+    assert said in rep.markdown.read_text() and said in rep.summary
+    html = rep.html.read_text()
+    assert html.index(said) < html.index("winners")  # above the map, on the first screen

@@ -17,7 +17,6 @@ from arraybench.errors import UsageError
 from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
 from arraybench.pooling import NO_PRIOR, VariancePrior
 from arraybench.record import FAILED, CaseRecord
-from arraybench.report.table import text_table
 from arraybench.results import Planned, Results, measured
 from arraybench.run_ids import run_id
 from arraybench.stats import power
@@ -613,15 +612,10 @@ def history_line(cmp: Comparison) -> str | None:
             f"added to both sides of the {applied} intervals so marked (--no-history leaves it out).")
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows])
-
-
 def render(cmp: Comparison, note: str | None, markdown: bool = False,
-           table: Callable[[list[str], list[list[str]]], str] = text_table) -> str:
+           table: Callable[[list[str], list[list[str]]], str] = formats.text_table) -> str:
     """The comparison for a terminal (`table` draws its tables), or as Markdown for a pull request."""
-    table = _md_table if markdown else table
+    table = formats.markdown_table if markdown else table
     blocks = ["## arraybench compare", summary(cmp)] if markdown else [summary(cmp)]
     blocks += [f"**{line}.**" if markdown else f"{line}." for line in cmp.partial_sides()]
     history = history_line(cmp)
@@ -655,7 +649,7 @@ def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
 
 
 def render_as(cmp: Comparison, note: str | None, fmt: str,
-              table: Callable[[list[str], list[list[str]]], str] = text_table) -> str:
+              table: Callable[[list[str], list[list[str]]], str] = formats.text_table) -> str:
     """The comparison in one of formats.FORMATS: text and Markdown for people, JSON and CSV for tools."""
     if fmt == "json":
         return formats.json_text({

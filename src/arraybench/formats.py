@@ -7,10 +7,16 @@ import io
 import json
 from typing import Any
 
-from arraybench.report.table import text_table
-from arraybench.results import finite
+from arraybench.units import finite
 
 FORMATS = ("text", "markdown", "json", "csv")
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell, the header underlined."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
 
 
 def json_text(obj: Any) -> str:
@@ -32,6 +38,7 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """One Markdown table, every `|` in a cell escaped."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows])
 

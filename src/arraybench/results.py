@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import json
-import math
 import os
 import secrets
 import tempfile
@@ -39,6 +38,7 @@ from arraybench.errors import UsageError
 from arraybench.measurement import Replicated
 from arraybench.pooling import NO_PRIOR, VariancePrior, fit_prior
 from arraybench.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, STATUSES, CaseRecord
+from arraybench.units import finite
 
 SCHEMA = 3
 # A case's status: it ran and was right; it failed (never ranked); or it could not run here.
@@ -219,19 +219,6 @@ def being_written(path: Path) -> bool:
     except OSError:  # gone or unreadable: nobody writes it
         return False
     return False
-
-
-def finite(obj: Any) -> Any:
-    """`obj` with NaN and infinities as None: JSON has no token for them, and readers expect null."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [finite(v) for v in obj]
-    if hasattr(obj, "tolist"):  # NumPy scalars and arrays
-        return finite(obj.tolist())
-    return obj
 
 
 def _drop_torn_tail(path: Path) -> None:

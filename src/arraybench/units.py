@@ -1,8 +1,11 @@
-"""Units and their formatting: seconds and byte sizes as people read them. A leaf: imports nothing of ours."""
+"""Units and their formatting: seconds and byte sizes as people read them, and numbers as JSON can hold
+them. A leaf: imports nothing of ours."""
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
@@ -35,3 +38,16 @@ def memory_size(text: str) -> int:
     if size < 2**20:
         raise ValueError(f"{text!r} is below 1M, too little for any framework to start")
     return size
+
+
+def finite(obj: Any) -> Any:
+    """`obj` with NaN and infinities as None: JSON has no token for them, and readers expect null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    if hasattr(obj, "tolist"):  # NumPy scalars and arrays
+        return finite(obj.tolist())
+    return obj

@@ -42,6 +42,7 @@ def summary_text(data: ReportData, found: list[crossovers.Crossover], said: Sequ
     glance = "The answer at a glance (in words: report.md)\n" + (draw or table.text_table)(
         *winners.terminal_table(winners.rows(data), found))
     glance += "".join(f"\n{a.title}{_at(data, a)}: {a.unmeasured}" for a in said if a.unmeasured)
+    glance += "".join(f"\nEnvironments: {line}." for line in data.env_pairs)
     return "\n\n".join([*blocks, crossovers.render_text(data, found), glance])
 
 
@@ -57,6 +58,7 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: lis
     md = ["# arraybench report", "", *[f"![The answer at a glance](plots/{p.name})" for p in svgs
                                        if p.stem == "winners"], ""]
     md += [f"- **{row.title}** — {winners.line(row, found)}" for row in winners.rows(data)] + [""]
+    md += [f"**Environments:** {line}.\n" for line in data.env_pairs]
     md += [f"**Partial:** {line}.\n" for line in data.partial]
     if line := table.unavailable_line(data.records):
         md += [line, ""]

@@ -73,7 +73,8 @@ def glance_html(data: ReportData, found: list[Crossover], glance: list[Plot], sa
     written = {winners.anchor(a.workload, a.dtype, a.machine, a.problem) for a in said}
     items = [f'<li><a href="#{row.anchor if row.anchor in written else "problems"}"><b>{e(row.title)}</b></a> — '
              f"{e(winners.line(row, found))}</li>" for row in winners.rows(data)]
-    return "\n".join([*(plot_html(p) for p in glance), f'<ul class="glance">{"".join(items)}</ul>' if items
+    pairs = [f'<p class="envs"><b>Environments:</b> {e(line)}.</p>' for line in data.env_pairs]
+    return "\n".join([*pairs, *(plot_html(p) for p in glance), f'<ul class="glance">{"".join(items)}</ul>' if items
                        else '<p class="muted">Nothing was measured.</p>'])
 
 

@@ -13,7 +13,7 @@ from arraybench.case import label as case_label
 from arraybench.devices import kind_of
 from arraybench.measurement import Measurement
 from arraybench.record import FAILED, CaseRecord, described, registry
-from arraybench.report import bound
+from arraybench.report import bound, environments
 from arraybench.report.table import Points, points_by_workload, speedups
 from arraybench.results import Results, merge
 from arraybench.run_ids import run_id
@@ -35,6 +35,8 @@ class ReportData:
     headers: dict[str, dict[str, Any]]  # machine -> results header (settings, environment)
     # One line per results file that holds fewer cases than its run planned (partial_line).
     partial: tuple[str, ...] = ()
+    # A sentence per environment of a run of several (`--env`), against its first (environments.py).
+    env_pairs: tuple[str, ...] = ()
 
     @classmethod
     def from_results(cls, results: Sequence[Results]) -> ReportData:
@@ -45,7 +47,8 @@ class ReportData:
                 headers.setdefault(machine, {**res.header, "environment": env})
         label = cls([], headers).label_in(list(latest.values()))
         partial = tuple(line for res in results if (line := partial_line(res)))
-        return cls(records=_derive(list(latest.values()), headers, label), headers=headers, partial=partial)
+        return cls(records=_derive(list(latest.values()), headers, label), headers=headers, partial=partial,
+                   env_pairs=tuple(environments.pair_lines(results)))
 
     @property
     def machines(self) -> list[str]:

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench import bracket
+from arraybench import bracket, formats
 from arraybench.case import label
+from arraybench.formats import text_table
 from arraybench.record import FAILED
 from arraybench.units import format_seconds
 from arraybench.workloads.sizes import fixed_params
@@ -264,13 +265,6 @@ def checks(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], l
     return out
 
 
-def text_table(header: list[str], rows: list[list[str]]) -> str:
-    """Columns padded to their widest cell, the header underlined."""
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
-    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
-
-
 def render_text(records: Sequence[Mapping[str, Any]],
                 draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
     """The tables for a terminal; `draw` renders each (default: the padded text table)."""
@@ -282,10 +276,8 @@ def render_text(records: Sequence[Mapping[str, Any]],
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    """The lines of one Markdown table, every `|` in a cell escaped."""
-    esc = [[c.replace("|", "\\|") for c in row] for row in rows]
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *["| " + " | ".join(row) + " |" for row in esc]]
+    """The lines of one Markdown table (formats.markdown_table's)."""
+    return formats.markdown_table(header, rows).splitlines()
 
 
 def render_markdown(records: Sequence[Mapping[str, Any]]) -> str:

@@ -1,0 +1,78 @@
+"""The answer between a run's Python environments (`--env`): a sentence per pair, on the first screen.
+
+Each environment after the first is compared with the first, case by case, paired round by round
+(comparison.compare with `paired`: the same verdicts, FDR control and threshold as `arraybench
+compare RUN@OLD RUN@NEW`), and the verdicts are counted: "jax 0.10.2 against 0.9.2: faster in 9
+of 40 cases (median −8 %), slower in 2 (median +6 %), the same within 5 % in 25, undecided in 4
+(no change larger than 7 % could be seen, at the median of those)".
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from arraybench.comparison import Comparison, compare, environment_side
+from arraybench.results import Results
+from arraybench.stats import power
+from arraybench.stats.verdicts import FASTER, NOISY, SAME, SLOWER
+
+
+def pair_lines(results: Sequence[Results]) -> list[str]:
+    """A sentence per environment after each run's first: how it compares with the first."""
+    out = []
+    for res in results:
+        envs = res.header.get("environments") or {}
+        first, *others = list(envs) or [""]
+        for other in others:
+            cmp = compare(environment_side(res, first), environment_side(res, other), paired=True)
+            out.append(sentence(names(envs, first, other), cmp))
+    return out
+
+
+def names(envs: Mapping[str, Any], old: str, new: str) -> str:
+    """What the two environments are, by what differs: "jax 0.10.2 against 0.9.2" where one framework's
+    version differs, "new (jax 0.10.2, numpy 2.4.6) against old (…)" where several do, else their names."""
+    a, b = (envs[old].get("versions") or {}), (envs[new].get("versions") or {})
+    changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k) and (a.get(k) or b.get(k)))
+    if len(changed) == 1:
+        (k,) = changed
+        return f"{k} {b.get(k) or 'absent'} against {a.get(k) or 'absent'}"
+    if changed:
+        return (f"{new} ({', '.join(f'{k} {b.get(k)}' for k in changed)}) against "
+                f"{old} ({', '.join(f'{k} {a.get(k)}' for k in changed)})")
+    return f"{new} against {old}"
+
+
+def _median_change(ratios: list[float]) -> str:
+    change = 100 * (statistics.median(ratios) - 1)
+    return f"median {'+' if change > 0 else '−'}{abs(change):.0f} %"
+
+
+def sentence(what: str, cmp: Comparison) -> str:
+    """`what`: the verdicts of `cmp` counted, with the median change of each direction."""
+    tested = [c for c in cmp.cases if c.result is not None]
+    by: dict[str, list[float]] = {FASTER: [], SLOWER: [], SAME: [], NOISY: []}
+    for c in tested:
+        by.setdefault(c.verdict, []).append(c.result.ratio)  # type: ignore[union-attr]
+    if not tested:
+        return f"{what}: no case was measured correctly in both"
+    parts = [f"faster in {len(by[FASTER])} of {len(tested)} cases"
+             + (f" ({_median_change(by[FASTER])})" if by[FASTER] else "")]
+    parts.append(f"slower in {len(by[SLOWER])}" + (f" ({_median_change(by[SLOWER])})" if by[SLOWER] else ""))
+    parts.append(f"the same within {100 * cmp.threshold:g} % in {len(by[SAME])}")
+    undecided = [c for c in tested if c.verdict == NOISY]
+    text = f"undecided in {len(undecided)}"
+    if undecided:
+        sizes = [power.detectable_change(c.result.log_se, c.result.df, cmp.threshold)  # type: ignore[union-attr]
+                 for c in undecided]
+        finite = [s for s in sizes if math.isfinite(s)]
+        if finite:
+            text += f" (no change larger than {100 * statistics.median(finite):.0f} % could be seen, at the median)"
+    parts.append(text)
+    broken = sum(c.verdict == "broken" for c in cmp.cases)
+    if broken:
+        parts.append(f"broken in {broken}")
+    return f"{what}: " + ", ".join(parts)
