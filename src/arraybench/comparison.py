@@ -321,9 +321,10 @@ def compare_paired(base: Replicated, new: Replicated, rounds: tuple[Sequence[int
                                    note="unpaired: fewer than 2 rounds hold both sides")
     est = paired.estimate
     ci, p = est.ci95, est.p_value
-    unmatched = paired.unmatched
-    note = (f"paired over {paired.rounds} rounds ({unmatched} process{'es' if unmatched > 1 else ''} "
-            "without a partner left out)") if unmatched else ""
+    unmatched, outlying = paired.unmatched, paired.outlying
+    left = [f"{unmatched} process{'es' if unmatched > 1 else ''} without a partner"] if unmatched else []
+    left += [f"{outlying} round{'s' if outlying > 1 else ''} with a process in another state"] if outlying else []
+    note = f"paired over {paired.rounds} rounds ({' and '.join(left)} left out)" if left else ""
     return SampleComparison(est.ratio, ci, p, decide(est.ratio, ci, p, threshold), est.se, est.df, p,
                             (base.processes, new.processes), note=note)
 
