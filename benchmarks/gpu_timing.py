@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from arraybench.timing import Timer, TimerConfig
+from arraybench.measure.timing import Timer, TimerConfig
 
 # JAX shares the GPU with torch and CuPy here: no grabbing 75 % of its memory at start-up.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

@@ -11,7 +11,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from arraybench.timing import Timer, TimerConfig  # noqa: E402
+from arraybench.measure.timing import Timer, TimerConfig  # noqa: E402
 
 ROUNDS = 5
 N = 2000

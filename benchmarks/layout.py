@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from arraybench.execution.case_executor import LINE, PAGE, placed
+from arraybench.measure.case_executor import LINE, PAGE, placed
 
 OFFSETS = tuple(range(0, PAGE, LINE))
 

@@ -162,7 +162,7 @@ HAND = {"numba": hand_numba, "jax": hand_jax, "tensorflow": hand_tensorflow, "to
 def child(backend: str) -> None:
     """Inside the framework's own process: time arraybench's version and the hand-written ones."""
     from arraybench.backends import backend_class
-    from arraybench.timing import Timer, TimerConfig
+    from arraybench.measure.timing import Timer, TimerConfig
     from arraybench.workloads.linreg import linreg
 
     be = backend_class(backend)(int(os.environ["OMP_NUM_THREADS"]), DTYPE)
@@ -191,8 +191,8 @@ def child(backend: str) -> None:
 
 
 def main() -> None:
-    from arraybench.case import Case
     from arraybench.execution.parent import worker_env
+    from arraybench.planning.case import Case
 
     threads = len(os.sched_getaffinity(0))
     worst = 0.0

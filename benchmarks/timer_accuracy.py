@@ -10,7 +10,7 @@ import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from arraybench.timing import Timer, TimerConfig  # noqa: E402
+from arraybench.measure.timing import Timer, TimerConfig  # noqa: E402
 
 ROUNDS = 7
 

@@ -82,7 +82,7 @@ INTEGRATION_MODULES = frozenset({
     "test_workloads", "test_user_workloads", "test_cluster", "test_run_end_to_end", "test_reliability",
     "test_notebook", "test_report_browser", "test_packaging", "test_cli_ecosystem",
 })
-INTEGRATION_FIXTURES = frozenset({"run_cli", "tiny_run", "dask_cluster"})
+INTEGRATION_FIXTURES = frozenset({"run_cli", "tiny_run", "dask_cluster", "spread_run", "stored_run"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -52,7 +52,7 @@ def synthetic_results():
 
 def bisected_records(dtype="float64"):
     """The synthetic sweep bisected to its brackets: measure what bracket.proposals asks until it asks nothing."""
-    from arraybench import bracket
+    from arraybench.stats import bracket
 
     recs = synthetic_records(dtype)
     for wl, _sizes, flops, nbytes, labels, work in MODELS:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from arraybench.bracket import BRACKETED, OPEN, TIE, Point, brackets, proposals
+from arraybench.stats.bracket import BRACKETED, OPEN, TIE, Point, brackets, proposals
 
 
 def series(fn, sizes, noise=0.02):

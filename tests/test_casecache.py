@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from arraybench.casecache import CaseCache, usage
+from arraybench.measure.casecache import CaseCache, usage
 
 
 def maker(calls: list, nbytes: int = 800, meta: dict | None = None):

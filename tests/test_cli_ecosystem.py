@@ -19,15 +19,15 @@ from test_reliability import (
     interrupt_slow_run,
 )
 
-from arraybench import suites
 from arraybench.cli import build_parser, main
 from arraybench.cli.exits import EXIT_TERMINATED
 from arraybench.cli.run import runner_from_args, settings_from_args
 from arraybench.errors import UsageError
 from arraybench.execution import cluster
-from arraybench.record import CaseRecord
+from arraybench.planning import suites
+from arraybench.planning.settings import default_threads
 from arraybench.results import ResultsWriter, load_results
-from arraybench.settings import default_threads
+from arraybench.results.record import CaseRecord
 
 NUMPY_RUN = ["run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager", "--sizes", "2",
              "--threads", "1", *TINY]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.case import Case
 from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples, render_as
-from arraybench.measurement import Measurement, Replicated
-from arraybench.record import CaseRecord, ProcessRecord
+from arraybench.planning.case import Case
 from arraybench.results import ResultsWriter, load_results
+from arraybench.results.record import CaseRecord, ProcessRecord
+from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.workloads import blank_record
 
 

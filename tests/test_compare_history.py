@@ -24,9 +24,9 @@ from arraybench.comparison import (
     render_as,
     run_spread,
 )
-from arraybench.environment import fingerprint
-from arraybench.measurement import Measurement, Replicated
+from arraybench.machine.environment import fingerprint
 from arraybench.results import Results, load_results
+from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.store import Store
 
 CASES = 40

@@ -10,8 +10,8 @@ import pytest
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
-from arraybench.case import Case
-from arraybench.compilecache import (
+from arraybench.execution.parent import RunConfig, Worker
+from arraybench.measure.compilecache import (
     backend_dir,
     compile_cache_env,
     compile_dir,
@@ -19,8 +19,8 @@ from arraybench.compilecache import (
     first_call_state,
     uses_compile_cache,
 )
-from arraybench.execution.parent import RunConfig, Worker
-from arraybench.timing import TimerConfig
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
 
 
 def test_a_first_call_that_stored_code_compiled_and_one_that_stored_none_was_served():
@@ -73,7 +73,7 @@ call = lambda: f(x)""",
 MEASURE = """
 import json, sys, time
 from pathlib import Path
-from arraybench.compilecache import entries
+from arraybench.measure.compilecache import entries
 d = Path(sys.argv[1])
 before = entries(d)
 t0 = time.perf_counter()

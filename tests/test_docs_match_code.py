@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.settings import sampling
+from arraybench.planning.settings import sampling
 
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

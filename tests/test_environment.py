@@ -6,9 +6,9 @@ from dataclasses import asdict
 
 import pytest
 
-from arraybench import device_survey, environment
 from arraybench.backends.base import child_env
-from arraybench.device_survey import devices_text
+from arraybench.machine import device_survey, environment
+from arraybench.machine.device_survey import devices_text
 
 
 def test_the_variables_that_change_results_are_recorded_and_no_others():

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import at_once
 
-from arraybench import environment
 from arraybench.envs import EnvSpec, parse_envs, prepare
 from arraybench.envs import build as envbuild
 from arraybench.envs.spec import MIN_PYTHON
 from arraybench.errors import UsageError
+from arraybench.machine import environment
 
 ROOT = Path(__file__).resolve().parent.parent
 

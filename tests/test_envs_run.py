@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from conftest import TINY, read_jsonl
 
-from arraybench.case import Case, base_id
 from arraybench.errors import UsageError
 from arraybench.execution.parent import RunConfig, Runner, WorkerEnv, worker_env
-from arraybench.plan import build_plan
-from arraybench.settings import run_settings
-from arraybench.timing import TimerConfig
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case, base_id
+from arraybench.planning.plan import build_plan
+from arraybench.planning.settings import run_settings
 
 
 def test_the_plan_is_measured_in_each_environment_told_apart_by_name():
@@ -80,7 +80,7 @@ def test_a_run_over_two_environments_records_each_with_its_versions_and_variable
 
 
 def test_one_label_names_a_configuration_everywhere_and_keeps_environments_apart():
-    from arraybench.case import label
+    from arraybench.planning.case import label
 
     case = Case("w", (("n", 1),), "jax", "jit", "float32", 1, device="gpu", env="new")
     assert label(case) == "jax·jit [new]"

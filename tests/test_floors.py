@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from arraybench import floors
 from arraybench.backends.base import Backend
 from arraybench.backends.numpy_backend import NumpyBackend
-from arraybench.case import Case
 from arraybench.execution import parent
 from arraybench.execution.parent import RunConfig, Runner
-from arraybench.record import CaseRecord
+from arraybench.measure import floors
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
 from arraybench.results import ResultsWriter
-from arraybench.timing import TimerConfig
+from arraybench.results.record import CaseRecord
 from arraybench.workloads import blank_record
 
 FAST = TimerConfig(warmup_time=0.001, min_time=0.001, max_time=0.01, min_samples=3, processes=1)

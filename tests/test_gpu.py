@@ -9,12 +9,12 @@ import types
 import numpy as np
 import pytest
 
-from arraybench import gpu
 from arraybench.backends.base import Backend
 from arraybench.backends.cupy_backend import CupyBackend
-from arraybench.case import Case
-from arraybench.execution.case_executor import COLD_SAMPLES, CaseExecutor
-from arraybench.timing import TimerConfig
+from arraybench.machine import gpu
+from arraybench.measure.case_executor import COLD_SAMPLES, CaseExecutor
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
 
 
 def fake_nvml(monkeypatch, clocks, reasons=0):
@@ -193,7 +193,7 @@ def test_cupy_fused_kernels_get_a_name_nvrtc_accepts():
 
 @pytest.mark.integration  # measures the CPU's peaks in a subprocess
 def test_gpu_peaks_on_a_machine_without_a_gpu_say_they_failed(monkeypatch):
-    from arraybench import peaks
+    from arraybench.measure import peaks
 
     monkeypatch.delenv("ARRAYBENCH_PEAKS", raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

@@ -5,9 +5,9 @@ Costs are powers of two so the fake clock's sums are exact in floating point.
 
 import pytest
 
-from arraybench import hostspeed
+from arraybench.measure import hostspeed
+from arraybench.measure.timing import Timer, TimerConfig
 from arraybench.report.model import BUSY_HOST
-from arraybench.timing import Timer, TimerConfig
 
 STEADY, COLD, RAMP = 2**-17, 2**-16, 2**-14  # ~8 µs a call warm, twice that for the first ~60 µs
 
@@ -120,7 +120,7 @@ def test_a_worker_under_a_256m_limit_on_a_1_gib_cache_times_its_memory_reference
 
     code = """
 import resource
-from arraybench import hostspeed, limits
+from arraybench.measure import hostspeed, limits
 hostspeed.last_level_cache_bytes = lambda: 2**30
 limits.apply_memory_limit(256 * 2**20)
 import numpy as np

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from arraybench.backends.numpy_backend import NumpyBackend
-from arraybench.case import Case
-from arraybench.casecache import CaseCache
-from arraybench.execution.case_executor import CaseExecutor, input_seed
+from arraybench.measure.case_executor import CaseExecutor, input_seed
+from arraybench.measure.casecache import CaseCache
+from arraybench.planning.case import Case
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.matmul import FREIVALDS
 

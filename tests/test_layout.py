@@ -3,13 +3,13 @@
 import numpy as np
 
 from arraybench.backends.numpy_backend import NumpyBackend
-from arraybench.case import Case
 from arraybench.execution import child
-from arraybench.execution.case_executor import LINE, PAGE, CaseExecutor, input_seed, placed
 from arraybench.execution.parent import worker_env
 from arraybench.execution.protocol import LAYOUT_PAD_VAR
-from arraybench.hostspeed import measure_memory_reference
-from arraybench.timing import TimerConfig
+from arraybench.measure.case_executor import LINE, PAGE, CaseExecutor, input_seed, placed
+from arraybench.measure.hostspeed import measure_memory_reference
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
 from arraybench.workloads import WORKLOADS
 
 TINY = TimerConfig(warmup_time=0.0, min_time=0.0, min_samples=3, max_time=0.01, processes=1)
@@ -61,7 +61,7 @@ def test_the_worker_pads_its_heap_and_the_parent_its_environment_unless_the_layo
 
 
 def test_the_memory_reference_times_one_copy_through_a_buffer_larger_than_the_last_level_cache(fake_clock):
-    from arraybench import hostspeed
+    from arraybench.measure import hostspeed
 
     def kernel():
         fake_clock.advance(2e-3)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from arraybench.measurement import Measurement
+from arraybench.stats.measurement import Measurement
 
 
 def test_statistics_from_samples():

@@ -9,18 +9,18 @@ from conftest import read_jsonl
 from report_data import PEAKS
 from test_report import record, results_of
 
-from arraybench import environment
 from arraybench.backends import BACKENDS
-from arraybench.case import Case
-from arraybench.devices import DeviceSpec, device_count, kind_of, parse_devices
 from arraybench.errors import UsageError
 from arraybench.execution.parent import RunConfig, WorkerPool
-from arraybench.plan import build_plan
+from arraybench.machine import environment
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
+from arraybench.planning.devices import DeviceSpec, device_count, kind_of, parse_devices
+from arraybench.planning.plan import build_plan
+from arraybench.planning.settings import run_settings
 from arraybench.report import answer
 from arraybench.report import devices as devices_section
 from arraybench.report.model import ReportData
-from arraybench.settings import run_settings
-from arraybench.timing import TimerConfig
 
 INSTALLED = {name for name, cls in BACKENDS.items() if cls.installed()[0]}
 TINY_TIMER = ["--min-time", "0.01", "--max-time", "0.05", "--min-samples", "3", "--processes", "1", "--refine", "0"]
@@ -134,6 +134,7 @@ def _run_cases(cases, tmp_path):
         pool.close()
 
 
+@pytest.mark.integration
 @pytest.mark.skipif("jax" not in INSTALLED, reason="jax is not installed")
 def test_jax_shard_map_psum_and_pmap_over_two_forced_host_devices(tmp_path):
     cases = [Case(w, tuple(sorted(p.items())), "jax", "jit", "float32", 2, device="cpu:2")
@@ -143,6 +144,7 @@ def test_jax_shard_map_psum_and_pmap_over_two_forced_host_devices(tmp_path):
         assert r.status == "ok" and r.correct and r.n_devices == 2, (r.workload, r.error)
 
 
+@pytest.mark.integration
 @pytest.mark.skipif("tensorflow" not in INSTALLED, reason="tensorflow is not installed")
 def test_tensorflow_mirrored_strategy_under_xla_over_two_logical_devices(tmp_path):
     cases = [Case(w, tuple(sorted(p.items())), "tensorflow", "jit", "float32", 2, device="cpu:2")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.record import CaseRecord
 from arraybench.results import Results
+from arraybench.results.record import CaseRecord
 from arraybench.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

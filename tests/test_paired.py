@@ -6,7 +6,7 @@ import random
 import pytest
 
 from arraybench.comparison import FASTER, NOISY, SLOWER, adjust, compare_paired, compare_samples
-from arraybench.measurement import Measurement, Replicated
+from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import by_round, paired_log_ratio, paired_prior, round_differences
 from arraybench.stats.verdicts import decide
 

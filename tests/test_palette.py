@@ -7,10 +7,10 @@ import pytest
 from test_publish import two_machine_store
 from test_report import results_of, sweep_records
 
-from arraybench.palette import BACKEND_COLOURS, colour, ink
-from arraybench.record import CaseRecord
+from arraybench.output.palette import BACKEND_COLOURS, colour, ink
 from arraybench.report import write_all
 from arraybench.results import Results
+from arraybench.results.record import CaseRecord
 from arraybench.site.html import workload_page
 from arraybench.site.model import load_store
 

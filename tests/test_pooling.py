@@ -8,10 +8,19 @@ import random
 
 import pytest
 
-from arraybench import hostspeed
-from arraybench.measurement import Measurement, Replicated
-from arraybench.pooling import MIN_CASES, NO_PRIOR, VariancePrior, digamma, fit_prior, t975, trigamma, trigamma_inverse
-from arraybench.timing import Timer, TimerConfig
+from arraybench.measure import hostspeed
+from arraybench.measure.timing import Timer, TimerConfig
+from arraybench.stats.measurement import Measurement, Replicated
+from arraybench.stats.pooling import (
+    MIN_CASES,
+    NO_PRIOR,
+    VariancePrior,
+    digamma,
+    fit_prior,
+    t975,
+    trigamma,
+    trigamma_inverse,
+)
 
 
 def test_special_functions_match_known_values():
@@ -138,8 +147,8 @@ def test_a_run_reads_with_intervals_pooled_over_its_cases_and_its_host_speed(tmp
     written, and the report says how fast the host ran and how the intervals were pooled."""
     from dataclasses import replace
 
-    from arraybench.case import Case
     from arraybench.execution.parent import merge_processes
+    from arraybench.planning.case import Case
     from arraybench.report.model import ReportData, analysis_rows
     from arraybench.results import ResultsWriter, load_results, measured
     from arraybench.workloads import blank_record

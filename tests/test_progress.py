@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from test_replication import FakePool, plan, runner
 
-from arraybench import peaks
-from arraybench.case import Case
 from arraybench.cli import main
 from arraybench.execution import parent
 from arraybench.execution.parent import Progress
-from arraybench.record import CaseRecord
+from arraybench.measure import peaks
+from arraybench.planning.case import Case
+from arraybench.results.record import CaseRecord
 
 # Two cases, each measured in 3 processes; no refinement, so the plan is the whole run.
 RUN = ["run", "--workloads", "elementwise_add,elementwise_mul", "--backends", "numpy", "--modes", "eager",

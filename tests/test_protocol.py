@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from arraybench.case import Case
 from arraybench.execution import child, protocol
 from arraybench.execution.protocol import (
     CaseRequest,
@@ -16,7 +15,8 @@ from arraybench.execution.protocol import (
     RecordReply,
     UnavailableReply,
 )
-from arraybench.timing import TimerConfig
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
 from arraybench.workloads import blank_record
 
 CASE = Case("elementwise_add", (("n", 10),), "numpy", "eager", "float64", 1)

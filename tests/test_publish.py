@@ -11,13 +11,13 @@ import pytest
 from report_data import synthetic_results
 from test_report import record
 
-from arraybench import exports
 from arraybench.cli import main
-from arraybench.record import CaseRecord
+from arraybench.output import exports
 from arraybench.report import write_all
 from arraybench.report.files import csv_columns
 from arraybench.report.model import FIGURES, ReportData
 from arraybench.results import SCHEMA, ResultsWriter
+from arraybench.results.record import CaseRecord
 from arraybench.site import across, load_store
 from arraybench.site.model import machine_names, short_name
 

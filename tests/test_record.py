@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.case import Case
-from arraybench.record import FIELDS, PROCESS_FIELDS, CaseRecord, ProcessRecord
+from arraybench.planning.case import Case
 from arraybench.report import fields_doc
 from arraybench.results import SCHEMA, UPGRADES, ResultsWriter, load_results, measured, upgrade
+from arraybench.results.record import FIELDS, PROCESS_FIELDS, CaseRecord, ProcessRecord
 from arraybench.workloads import blank_record
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -105,7 +105,7 @@ def test_results_format_doc_is_generated_from_the_registry():
 
 
 def test_a_loaded_record_has_tuples_where_a_fresh_one_has_them():
-    from arraybench.record import FIELDS
+    from arraybench.results.record import FIELDS
 
     rec = replace(CaseRecord.blank({"id": "x", "workload": "w", "params": {}, "backend": "numpy", "mode": "eager",
                                     "dtype": "float32", "threads": 1}, "ok"),
@@ -118,7 +118,7 @@ def test_a_loaded_record_has_tuples_where_a_fresh_one_has_them():
 
 def test_what_merging_processes_does_to_a_field_is_read_from_the_registry_alone():
     from arraybench.execution.parent import MEDIAN_OVER_PROCESSES, ONLY_PER_PROCESS, merge_processes
-    from arraybench.record import MEDIAN, PROCESS, registry
+    from arraybench.results.record import MEDIAN, PROCESS, registry
 
     reg = {f.name: f for f in registry(CaseRecord)}
     assert set(ONLY_PER_PROCESS) == {n for n, f in reg.items() if f.scope == PROCESS}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from arraybench import bracket, refine
-from arraybench.case import Case
 from arraybench.execution.session import refine_crossovers
+from arraybench.planning import refine
+from arraybench.planning.case import Case
 from arraybench.results import SCHEMA, ResultsWriter, load_results
+from arraybench.stats import bracket
 from arraybench.workloads import blank_record
 
 

@@ -28,9 +28,9 @@ from arraybench.cli.exits import (
 )
 from arraybench.errors import UsageError
 from arraybench.execution.parent import Runner
-from arraybench.plan import build_plan
+from arraybench.planning.plan import build_plan
+from arraybench.planning.settings import RunSettings
 from arraybench.results import atomic_write_text, load_results
-from arraybench.settings import RunSettings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FAULTY = str(FIXTURES / "faulty_workload.py")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.case import Case
 from arraybench.execution.parent import Progress, RunConfig, Runner, merge_processes
-from arraybench.measurement import Measurement, Replicated, fault_dominated, median_variance_factor
-from arraybench.record import CaseRecord
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
 from arraybench.report.table import cell
 from arraybench.results import ResultsWriter, load_results, measured
-from arraybench.timing import TimerConfig
+from arraybench.results.record import CaseRecord
+from arraybench.stats.measurement import Measurement, Replicated, fault_dominated, median_variance_factor
 from arraybench.workloads import blank_record
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import TINY
 
-from arraybench.record import CaseRecord
 from arraybench.report import write_all
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
 from arraybench.results import Results, load_results
+from arraybench.results.record import CaseRecord
 
 PEAKS = {"matmul_gflops": {"float32": 80.0, "float64": 40.0}, "bandwidth_gbs": 20.0, "method": "test"}
 EVIL = "<img src=x onerror=alert(1)>"
@@ -182,7 +182,7 @@ def test_several_machines_are_kept_apart(tmp_path):
 
 
 def test_peaks_are_measured_in_a_subprocess_or_stated(monkeypatch):
-    from arraybench import peaks
+    from arraybench.measure import peaks
 
     monkeypatch.setenv("ARRAYBENCH_PEAKS", "skip")
     assert peaks.measure(1)["method"].startswith("skipped")
@@ -199,7 +199,7 @@ def test_peaks_are_measured_in_a_subprocess_or_stated(monkeypatch):
 def test_peak_copies_run_between_arrays_that_cannot_4k_alias(nbytes):
     """A copy between arrays that start at the same offset within a page stalls on 4K aliasing
     (a 256 KiB copy measured 5.5 GB/s so, 74 GB/s otherwise): the peaks place them 2 KiB apart."""
-    from arraybench import peaks
+    from arraybench.measure import peaks
 
     src, dst = peaks.copy_pair(nbytes)
     assert src.nbytes == dst.nbytes == nbytes and (src == 1.0).all()

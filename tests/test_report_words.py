@@ -3,9 +3,9 @@ beside its tolerance, an empty answer says so, a partial results file says how m
 
 from test_report import record, results_of
 
-from arraybench.record import CaseRecord
 from arraybench.report import write_all
 from arraybench.results import ResultsWriter, load_results
+from arraybench.results.record import CaseRecord
 
 SHAPE = "wrong result: shape (128,), expected (256,)"
 

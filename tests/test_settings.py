@@ -13,16 +13,16 @@ from arraybench.cli import build_parser
 from arraybench.cli.run import settings_from_args
 from arraybench.errors import UsageError
 from arraybench.execution import session
-from arraybench.plan import build_plan, planned_devices
-from arraybench.settings import (
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.plan import build_plan, planned_devices
+from arraybench.planning.settings import (
     DEFAULT_WORKLOADS,
     RunSettings,
     default_threads,
     run_settings,
     sampling,
 )
-from arraybench.suites import QUICK_TIMER, SUITE_TIMER
-from arraybench.timing import TimerConfig
+from arraybench.planning.suites import QUICK_TIMER, SUITE_TIMER
 from arraybench.units import memory_size
 
 SRC = Path(arraybench.__file__).parent
@@ -128,7 +128,7 @@ def test_memory_size_says_what_is_wrong_and_the_cli_says_it_in_one_line():
 
 # The modules that have their own command line: a run's child process and the peaks probe, started
 # by the run, and the developers' generator of docs/results-format.md.
-CHILD_ENTRY_POINTS = {"execution/child.py", "execution/torch_peer.py", "peaks.py", "report/fields_doc.py"}
+CHILD_ENTRY_POINTS = {"execution/child.py", "execution/torch_peer.py", "measure/peaks.py", "report/fields_doc.py"}
 
 
 def test_only_the_cli_package_parses_the_command_line():

@@ -11,11 +11,11 @@ import pytest
 from conftest import TINY, at_once, read_jsonl
 
 import arraybench
-from arraybench.case import Case
-from arraybench.environment import fingerprint
-from arraybench.record import CaseRecord
+from arraybench.machine.environment import fingerprint
+from arraybench.planning.case import Case
 from arraybench.report.model import run_views
 from arraybench.results import Planned, ResultsWriter, load_results
+from arraybench.results.record import CaseRecord
 from arraybench.store import SCHEMA, Recording, Store
 from arraybench.workloads import blank_record
 
@@ -251,7 +251,7 @@ def test_history_shows_a_run_stored_in_part_and_import_completes_it(tmp_path, ru
 WRITER = """
 import sys
 from pathlib import Path
-from arraybench.record import CaseRecord
+from arraybench.results.record import CaseRecord
 from arraybench.report.model import run_views
 from arraybench.results import ResultsWriter
 from arraybench.store import Recording

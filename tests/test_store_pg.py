@@ -20,7 +20,7 @@ import arraybench
 from arraybench.errors import UsageError
 from arraybench.results import load_results
 from arraybench.store import MIGRATIONS, SCHEMA, Recording, Store
-from arraybench.store_pg import redact
+from arraybench.store.postgres import redact
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SRC = Path(__file__).parent.parent / "src"
@@ -111,7 +111,7 @@ def test_machines_opening_a_new_store_at_once_migrate_it_once(pg):
 WRITER = """
 import sys
 from pathlib import Path
-from arraybench.record import CaseRecord
+from arraybench.results.record import CaseRecord
 from arraybench.results import ResultsWriter
 from arraybench.store import Recording
 url, out, rid, n = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from arraybench.plan import build_plan
-from arraybench.settings import RunSettings
+from arraybench.planning.plan import build_plan
+from arraybench.planning.settings import RunSettings
 from arraybench.workloads import WORKLOADS
 
 # Document cases at one size by definition, and retraces whose count of new shapes is bounded by n.

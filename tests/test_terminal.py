@@ -4,8 +4,8 @@ import io
 
 import pytest
 
-from arraybench import terminal
 from arraybench.execution.parent import Progress
+from arraybench.output import terminal
 from arraybench.report.table import text_table
 
 HEADER = ["backend·mode", "size 2"]

@@ -5,7 +5,7 @@ Costs are powers of two so the fake clock's sums are exact in floating point.
 
 import pytest
 
-from arraybench.timing import Timer, TimerConfig
+from arraybench.measure.timing import Timer, TimerConfig
 
 
 def make_fn(clock, costs):
@@ -83,7 +83,7 @@ def test_a_long_call_gets_five_samples_past_max_time_or_stops_at_the_budget_and_
 
 
 def test_a_process_whose_samples_split_into_two_modes_reports_a_mode_never_their_average():
-    from arraybench.measurement import Measurement
+    from arraybench.stats.measurement import Measurement
 
     two = Measurement((0.381, 0.820))
     assert two.bimodal and two.median == 0.381  # a tie: the faster mode

@@ -99,6 +99,7 @@ def poly48(n: int) -> Workload:
     return wl
 
 
+@pytest.mark.integration  # a real 8·10⁶-element float64 reference, twice: seconds
 def test_a_long_float64_kernel_is_calibrated_at_a_size_whose_reference_is_slow():
     """At 8·10⁶ elements the reference takes 0.3–0.6 s here, past the 0.25 s at which the tolerance
     used to fall back to rtol 1e-10, calling a correct kernel (another order: ~1e-9 off) WRONG."""

@@ -169,7 +169,7 @@ def test_a_workload_defined_in_a_notebook_cell_is_refused_with_the_way_out():
 
 
 def test_an_edited_file_is_read_again(tmp_path):
-    from arraybench.userfile import load_workload_file
+    from arraybench.planning.userfile import load_workload_file
 
     bench = tmp_path / "bench.py"
     source = ("import arraybench as ab\n\n@ab.workload(params={{'n': 4}})\ndef {}(xp, x):\n    return x\n\n"

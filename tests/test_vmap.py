@@ -7,10 +7,10 @@ from conftest import not_right, run_at_one_size
 from test_report import record, results_of
 
 from arraybench.backends import BACKENDS
-from arraybench.plan import build_plan
+from arraybench.planning.plan import build_plan
+from arraybench.planning.settings import RunSettings
 from arraybench.report import vmap as section
 from arraybench.report.model import ReportData
-from arraybench.settings import RunSettings
 from arraybench.workloads import WORKLOADS
 
 FAMILY = sorted(name for name, wl in WORKLOADS.items() if wl.family is not None)

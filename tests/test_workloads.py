@@ -5,8 +5,8 @@ import pytest
 from conftest import not_right, run_at_one_size
 
 from arraybench.backends import BACKENDS
-from arraybench.plan import build_plan
-from arraybench.settings import RunSettings
+from arraybench.planning.plan import build_plan
+from arraybench.planning.settings import RunSettings
 from arraybench.workloads import WORKLOADS
 
 INSTALLED = [name for name, cls in BACKENDS.items() if cls.installed()[0] and name != "cupy"]
@@ -117,8 +117,8 @@ def _settings(*argv):
 
 
 def test_default_run_is_every_workload_at_small_and_large_in_float32():
-    from arraybench.suites import SUITE_TIMER
-    from arraybench.timing import TimerConfig
+    from arraybench.measure.timing import TimerConfig
+    from arraybench.planning.suites import SUITE_TIMER
 
     settings = _settings("--backends", "numpy")
     assert settings.timer == SUITE_TIMER and _settings("--workloads", "sort").timer == TimerConfig()
@@ -136,7 +136,7 @@ def test_default_run_is_every_workload_at_small_and_large_in_float32():
 
 
 def test_quick_suite_is_small_presets_with_short_sampling(run_cli):
-    from arraybench.suites import QUICK_TIMER
+    from arraybench.planning.suites import QUICK_TIMER
 
     settings = _settings("--quick", "--min-samples", "5")
     assert settings.timer.min_time == QUICK_TIMER.min_time and settings.timer.min_samples == 5

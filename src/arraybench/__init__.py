@@ -2,8 +2,8 @@
 
 from typing import TYPE_CHECKING, Any
 
-from arraybench.case import Case
 from arraybench.errors import UsageError
+from arraybench.planning.case import Case
 
 if TYPE_CHECKING:
     from arraybench.api import compare, run, workload

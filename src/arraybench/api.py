@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from arraybench import pitfalls
 from arraybench.backends import BACKENDS, Backend, backend_class
 from arraybench.errors import UsageError, require_linux
+from arraybench.measure import pitfalls
+from arraybench.planning.settings import run_settings
 from arraybench.results import Results
-from arraybench.run_ids import run_id
-from arraybench.settings import run_settings
+from arraybench.results.run_ids import run_id
 from arraybench.store import Configured, StoredRun, default_store
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
@@ -260,7 +260,7 @@ def workload(
 
 def _resolve(workloads: Sequence[str | os.PathLike[str] | Workload]) -> tuple[list[str], str | None]:
     """Workload names and the one file that defines the user's, from what `run` was given."""
-    from arraybench.userfile import load_workload_file
+    from arraybench.planning.userfile import load_workload_file
 
     names: list[str] = []
     files: set[str] = set()
@@ -319,8 +319,8 @@ def run(
     .arraybench/results.db; None for none), so `arraybench history` lists notebook runs too and
     `compare("latest", ...)` finds them.
     """
-    from arraybench import terminal
     from arraybench.execution import session
+    from arraybench.output import terminal
 
     require_linux()
     names, source = _resolve(workloads)

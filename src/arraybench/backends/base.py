@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from arraybench.devices import DeviceSpec, kind_of
+from arraybench.planning.devices import DeviceSpec, kind_of
 
 
 class Unavailable(Exception):

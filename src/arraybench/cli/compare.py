@@ -8,17 +8,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import environment
 from arraybench.cli.exits import EXIT_FAILED_CASES, EXIT_OK
 from arraybench.cli.options import add_format_option, percent
 from arraybench.cli.store import add_store_option, load_all
 from arraybench.comparison import DEFAULT_THRESHOLD, compare, environment_side, headline, render, render_as
 from arraybench.errors import UsageError
+from arraybench.machine import environment
+from arraybench.output.terminal import table_renderer
 from arraybench.results import Results
-from arraybench.run_ids import run_id
+from arraybench.results.run_ids import run_id
 from arraybench.store import Store
-from arraybench.store_pg import is_url
-from arraybench.terminal import table_renderer
+from arraybench.store.postgres import is_url
 
 
 def add_parser(sub: Any) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.errors import UsageError, unknown
-from arraybench.project import project_config
+from arraybench.planning.project import project_config
 
 __all__ = ["apply_config", "project_config"]
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from arraybench import comparison, environment, formats
+from arraybench import comparison
 from arraybench.backends import BACKENDS
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
-from arraybench.device_survey import counts as survey_counts
-from arraybench.device_survey import devices_text
-from arraybench.probe import probe
-from arraybench.settings import default_threads
-from arraybench.userfile import load_workload_file
+from arraybench.machine import environment
+from arraybench.machine.device_survey import counts as survey_counts
+from arraybench.machine.device_survey import devices_text
+from arraybench.machine.probe import probe
+from arraybench.output import formats
+from arraybench.planning.settings import default_threads
+from arraybench.planning.userfile import load_workload_file
 from arraybench.workloads import WORKLOADS
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from arraybench import units
 from arraybench.errors import UsageError
-from arraybench.formats import FORMATS
+from arraybench.output.formats import FORMATS
 
 
 class Parser(argparse.ArgumentParser):

@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import terminal
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.run import RESULTS_ROOT
 from arraybench.cli.store import add_store_option, load_all
 from arraybench.errors import UsageError
+from arraybench.output import terminal
 from arraybench.report import publish
-from arraybench.run_ids import run_id
+from arraybench.results.run_ids import run_id
 
 
 def add_parser(sub: Any) -> None:

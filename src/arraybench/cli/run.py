@@ -10,8 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__, terminal
-from arraybench.casecache import usage
+from arraybench import __version__
 from arraybench.cli.config import apply_config, project_config
 from arraybench.cli.exits import (
     EXIT_FAILED_CASES,
@@ -27,12 +26,10 @@ from arraybench.errors import UsageError
 from arraybench.execution import session
 from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
 from arraybench.execution.parent import Runner
-from arraybench.record import FAILED
-from arraybench.refine import ROUNDS as REFINE_ROUNDS
-from arraybench.report import publish
-from arraybench.results import load_results
-from arraybench.run_ids import new_run_id
-from arraybench.settings import (
+from arraybench.measure.casecache import usage
+from arraybench.output import terminal
+from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
+from arraybench.planning.settings import (
     RunSettings,
     default_threads,
     parse_list,
@@ -40,8 +37,12 @@ from arraybench.settings import (
     run_settings,
     sampling,
 )
+from arraybench.planning.suites import SUITES
+from arraybench.report import publish
+from arraybench.results import load_results
+from arraybench.results.record import FAILED
+from arraybench.results.run_ids import new_run_id
 from arraybench.store import DEFAULT_PATH, StoredRun
-from arraybench.suites import SUITES
 from arraybench.units import format_size
 
 # A run without --output-dir writes into RESULTS_ROOT/<run id>; RESULTS_ROOT/latest points at it.

@@ -9,17 +9,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench import environment, exports, formats, terminal
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
+from arraybench.machine import environment
+from arraybench.output import exports, formats, terminal
 from arraybench.report.model import run_views
 from arraybench.report.table import render_markdown, tables
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, being_written, flat_record, load_results
-from arraybench.run_ids import run_id
+from arraybench.results.run_ids import run_id
 from arraybench.store import STORE_ENV, RunSummary, Store, default_store, load
-from arraybench.store_pg import redact
+from arraybench.store.postgres import redact
 
 # The store every command uses when --store is not given: over [tool.arraybench]'s `store`, under --store.
 

@@ -21,9 +21,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import arraybench
-from arraybench import gpu
 from arraybench.envs.spec import EnvSpec
 from arraybench.errors import UsageError
+from arraybench.machine import gpu
 
 Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
 ENV_FILE = "arraybench-env.json"  # in each cached environment: the recipe it was built from

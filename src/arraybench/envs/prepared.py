@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from arraybench import environment
 from arraybench.envs.build import Progress, own_packages_env, python_for
 from arraybench.envs.spec import EnvSpec
 from arraybench.errors import UsageError
+from arraybench.machine import environment
 
 # environment.versions() run by the other interpreter: the same reading of the same distributions.
-VERSIONS_PROBE = "import json; from arraybench.environment import versions; print(json.dumps(versions()))"
+VERSIONS_PROBE = "import json; from arraybench.machine.environment import versions; print(json.dumps(versions()))"
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arraybench.compilecache import backend_dir, compile_cache_env, compile_dir
 from arraybench.execution import protocol
 from arraybench.execution.protocol import LAYOUT_PAD_VAR, ReadyReply, RecordReply, Reply, UnavailableReply
-from arraybench.limits import apply_memory_limit
+from arraybench.measure.compilecache import backend_dir, compile_cache_env, compile_dir
+from arraybench.measure.limits import apply_memory_limit
 from arraybench.units import format_size
 
 if TYPE_CHECKING:  # imported at run time only after set_up: it imports NumPy
-    from arraybench.execution.case_executor import CaseExecutor
+    from arraybench.measure.case_executor import CaseExecutor
 
 PR_SET_PDEATHSIG = 1
 # glibc's mallopt parameters (malloc.h).
@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class
-    from arraybench.casecache import DEFAULT_LIMIT, CaseCache, cases_dir
-    from arraybench.execution.case_executor import CaseExecutor
+    from arraybench.measure.case_executor import CaseExecutor
+    from arraybench.measure.casecache import DEFAULT_LIMIT, CaseCache, cases_dir
 
     be = backend_class(args.backend)(args.threads, args.dtype, args.device)
     startup["harness_s"] = time.perf_counter() - t0
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         startup["info_s"] = time.perf_counter() - t0
         info["allocator"] = allocator
         if args.floors:
-            from arraybench import floors
+            from arraybench.measure import floors
 
             t0 = time.perf_counter()
             info.update(floors.measure(be, args.floors.split(",")))

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench.case import Case
-from arraybench.devices import device_count, kind_of
 from arraybench.errors import UsageError, one_line
 from arraybench.execution.parent import RunConfig, Runner, merge_processes
-from arraybench.record import CaseRecord
+from arraybench.planning.case import Case
+from arraybench.planning.devices import device_count, kind_of
+from arraybench.planning.settings import default_threads, parse_list
 from arraybench.results import ResultsWriter, load_results
-from arraybench.settings import default_threads, parse_list
+from arraybench.results.record import CaseRecord
 from arraybench.workloads import blank_record
 
 # Every case needs one unit of SLOT and every arraybench Dask worker offers one, so a worker

@@ -13,9 +13,11 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from arraybench import __version__, environment, peaks
-from arraybench.case import Case
+from arraybench import __version__
 from arraybench.execution.parent import RunConfig, WorkerPool
+from arraybench.machine import environment
+from arraybench.measure import peaks
+from arraybench.planning.case import Case
 
 
 class CasePool(WorkerPlugin):

@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from arraybench.case import Case, base_id
 from arraybench.comparison import compare_samples, rounds_of
-from arraybench.record import CaseRecord
+from arraybench.planning.case import Case, base_id
 from arraybench.results import ResultsWriter, load_results, measured
+from arraybench.results.record import CaseRecord
 from arraybench.stats.paired import by_round, paired_log_ratio
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
 from arraybench.stats.student import LogRatio

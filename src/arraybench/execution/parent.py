@@ -23,17 +23,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from arraybench import device_survey
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env, thread_env
-from arraybench.case import Case
-from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
-from arraybench.devices import kind_of
 from arraybench.execution import protocol
 from arraybench.execution.protocol import LAYOUT_PAD_VAR, CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
-from arraybench.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
+from arraybench.machine import device_survey
+from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
+from arraybench.planning.devices import kind_of
 from arraybench.results import ResultsWriter, measured
-from arraybench.timing import TimerConfig
+from arraybench.results.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
 from arraybench.units import format_seconds, format_size
 from arraybench.workloads import blank_record
 

@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, TypeVar
 
-from arraybench.case import Case
-from arraybench.record import CaseRecord
-from arraybench.timing import TimerConfig
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import Case
+from arraybench.results.record import CaseRecord
 
 # The environment variable of random length the parent gives each worker (unless --fixed-layout):
 # it moves the worker's stack; the worker records its length with its layout.

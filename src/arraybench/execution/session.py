@@ -11,17 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from arraybench import __version__, environment, peaks, refine
-from arraybench.case import Case
-from arraybench.devices import kind_of
+from arraybench import __version__
 from arraybench.errors import UsageError
 from arraybench.execution.more_rounds import more_rounds
 from arraybench.execution.parent import Progress, RunConfig, Runner, WorkerEnv
-from arraybench.plan import build_plan
-from arraybench.record import CaseRecord
+from arraybench.machine import environment
+from arraybench.measure import peaks
+from arraybench.planning import refine
+from arraybench.planning.case import Case
+from arraybench.planning.devices import kind_of
+from arraybench.planning.plan import build_plan
+from arraybench.planning.settings import RunSettings
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
-from arraybench.run_ids import new_run_id
-from arraybench.settings import RunSettings
+from arraybench.results.record import CaseRecord
+from arraybench.results.run_ids import new_run_id
 from arraybench.store import Recording, Store, StoredRun
 
 

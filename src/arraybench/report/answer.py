@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench import bracket
-from arraybench.devices import kind_of
+from arraybench.planning.devices import kind_of
 from arraybench.report import bound, devices
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData
 from arraybench.report.table import listed, size_text
+from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
 # A per-call cost is worth naming when it is at least this many times the fastest call at that size.

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from arraybench import bracket
-from arraybench.devices import kind_of
-from arraybench.measurement import fault_dominated
+from arraybench.planning.devices import kind_of
+from arraybench.stats import bracket
+from arraybench.stats.measurement import fault_dominated
 
 DISPATCH, MEMORY, COMPUTE, PAGE_FAULTS, TRANSFER = "dispatch", "memory", "compute", "page-faults", "transfer"
 

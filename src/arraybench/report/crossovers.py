@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from arraybench import bracket
 from arraybench.report.model import ReportData
+from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
 CSV_COLUMNS = ("workload", "dtype", "faster_below", "faster_above", "estimate", "bracket_lo", "bracket_hi",

@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench import bracket
-from arraybench.case import label as case_label
-from arraybench.devices import kind_of
-from arraybench.palette import colour
+from arraybench.output.palette import colour
+from arraybench.planning.case import label as case_label
+from arraybench.planning.devices import kind_of
 from arraybench.report.model import ReportData
+from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
 # Below this efficiency (speedup over the device count) a further device costs more than half its

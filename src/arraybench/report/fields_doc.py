@@ -14,9 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from arraybench.record import CASE, FIELDS, PROCESS, PROCESS_FIELDS, FieldInfo
 from arraybench.report.files import CSV_FIELDS, PAIRS, csv_columns
 from arraybench.report.model import DERIVED_FIELDS
+from arraybench.results.record import CASE, FIELDS, PROCESS, PROCESS_FIELDS, FieldInfo
 
 WHERE = {CASE: "case", PROCESS: "replicate", "both": "both"}
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n).*?(<!-- end generated -->)", re.S)

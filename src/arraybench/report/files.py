@@ -7,8 +7,8 @@ import io
 import json
 from typing import Any
 
-from arraybench.record import FIELDS
 from arraybench.report.model import FIGURES, CaseView, ReportData
+from arraybench.results.record import FIELDS
 
 # The columns of results.csv, in order: each a field of the record or of its report view (their
 # unit and meaning are in those registries, and docs/results-format.md lists them from there). An

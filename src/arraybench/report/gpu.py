@@ -7,8 +7,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arraybench.case import label
-from arraybench.devices import kind_of
+from arraybench.planning.case import label
+from arraybench.planning.devices import kind_of
 from arraybench.units import format_seconds
 
 EXPLANATION = (

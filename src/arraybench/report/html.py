@@ -11,13 +11,13 @@ from string import Template
 from typing import Any
 
 from arraybench import __version__
-from arraybench.record import FAILED
 from arraybench.report import bound, devices, gpu, vmap, winners
 from arraybench.report.answer import NOTHING_CORRECT, Answer
 from arraybench.report.crossovers import Crossover, render_text
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows
 from arraybench.report.plots import Plot
 from arraybench.report.table import size_sort_key, size_text, unavailable_line
+from arraybench.results.record import FAILED
 from arraybench.units import format_seconds
 
 TEMPLATE = Path(__file__).with_name("template.html")

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from arraybench.case import label as case_label
-from arraybench.devices import kind_of
-from arraybench.measurement import Measurement
-from arraybench.record import FAILED, CaseRecord, described, registry
+from arraybench.planning.case import label as case_label
+from arraybench.planning.devices import kind_of
 from arraybench.report import bound, environments
 from arraybench.report.table import Points, points_by_workload, speedups
 from arraybench.results import Results, merge
-from arraybench.run_ids import run_id
+from arraybench.results.record import FAILED, CaseRecord, described, registry
+from arraybench.results.run_ids import run_id
+from arraybench.stats.measurement import Measurement
 from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
@@ -250,7 +250,7 @@ BUSY_MEMORY = 1.25
 
 def analysis(res: Results) -> dict[str, Any]:
     """What reading the run worked out beyond its records: the pooled prior, the host's speed."""
-    from arraybench import hostspeed
+    from arraybench.measure import hostspeed
 
     latest = res.latest().values()
     refs = [x for r in latest for x in r.host_ref_s or ()]
@@ -297,7 +297,7 @@ def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
 
 def environment_rows(header: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """The machine, software and settings of one results file, as (name, text) rows."""
-    from arraybench.environment import fingerprint
+    from arraybench.machine.environment import fingerprint
 
     env, s = header.get("environment", {}), header.get("settings", {})
     gib = (env.get("memory_bytes") or 0) / 2**30

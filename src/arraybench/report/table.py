@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench import bracket, formats
-from arraybench.case import label
-from arraybench.formats import text_table
-from arraybench.record import FAILED
+from arraybench.output import formats
+from arraybench.output.formats import text_table
+from arraybench.planning.case import label
+from arraybench.results.record import FAILED
+from arraybench.stats import bracket
 from arraybench.units import format_seconds
 from arraybench.workloads.sizes import fixed_params
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench import bracket
 from arraybench.report.model import ReportData, status_word
+from arraybench.stats import bracket
 from arraybench.units import format_seconds
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.vmap_family import BATCHED, FORMS, HOW, LOOP, VMAP

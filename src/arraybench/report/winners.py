@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench import bracket
-from arraybench.palette import FAILED_GREY, FAILED_RED, colour, ink
-from arraybench.record import FAILED
+from arraybench.output.palette import FAILED_GREY, FAILED_RED, colour, ink
 from arraybench.report.answer import leads
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
+from arraybench.results.record import FAILED
+from arraybench.stats import bracket
 
 CAPTION = ("A cell per measured size, smallest first: the fastest correct backend·mode and its median's lead "
            "over the runner-up's. ≈ and two colours: within noise, no winner. Grey: nothing correct; ✗: a case "

@@ -13,14 +13,15 @@ import time
 from html import escape
 from typing import Any
 
-from arraybench import __version__, bracket
-from arraybench.palette import colour
-from arraybench.record import FAILED
+from arraybench import __version__
+from arraybench.output.palette import colour
 from arraybench.report.answer import leads
 from arraybench.report.model import CaseView
 from arraybench.report.table import Points, size_sort_key, size_text
+from arraybench.results.record import FAILED
 from arraybench.site.answer import Across
 from arraybench.site.model import Machine, SiteData, VersionTable
+from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
 GENERATOR = f"arraybench {__version__} publish"

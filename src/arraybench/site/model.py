@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from arraybench.environment import fingerprint
 from arraybench.errors import UsageError
-from arraybench.exports import benchmark_name
+from arraybench.machine.environment import fingerprint
+from arraybench.output.exports import benchmark_name
 from arraybench.report.answer import Answer, answers
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import CaseView, ReportData
 from arraybench.report.table import Points, points_by_workload
 from arraybench.results import Results
-from arraybench.run_ids import run_id
+from arraybench.results.run_ids import run_id
 from arraybench.store import Store
 
 # Words a CPU or GPU model name carries that tell no two machines apart.

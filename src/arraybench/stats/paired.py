@@ -14,8 +14,8 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from arraybench.measurement import point_variance
-from arraybench.pooling import NO_PRIOR, VariancePrior, fit_prior
+from arraybench.stats.measurement import point_variance
+from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
 from arraybench.stats.student import LogRatio
 
 # Fewer rounds that both sides ran leave no spread of their differences to read (one difference

@@ -2,9 +2,9 @@
 
 from typing import Any
 
-from arraybench.case import Case
 from arraybench.errors import unknown
-from arraybench.record import CaseRecord
+from arraybench.planning.case import Case
+from arraybench.results.record import CaseRecord
 from arraybench.workloads import (
     elementwise,
     fft,
@@ -50,7 +50,7 @@ def resolve_workload(name: str, source: str | None = None) -> Workload:
     """A built-in workload, or one defined in the user's file `source`."""
     if source is None:
         return get_workload(name)
-    from arraybench.userfile import load_workload_file
+    from arraybench.planning.userfile import load_workload_file
 
     found = load_workload_file(source)
     try:

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from arraybench import environment
 from arraybench.errors import UsageError
-from arraybench.project import project_config
-from arraybench.record import FAILED, CaseRecord
+from arraybench.machine import environment
+from arraybench.planning.project import project_config
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import (
     Planned,
@@ -28,8 +27,9 @@ from arraybench.results import (
     load_results,
     upgrade,
 )
-from arraybench.run_ids import run_id
-from arraybench.store_pg import PostgresDB, is_url, one_line, redact
+from arraybench.results.record import FAILED, CaseRecord
+from arraybench.results.run_ids import run_id
+from arraybench.store.postgres import PostgresDB, is_url, one_line, redact
 
 DEFAULT_PATH = Path(".arraybench") / "results.db"
 # The store a command or the Python API uses when none is named: this variable, else `store` of

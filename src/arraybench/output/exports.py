@@ -14,9 +14,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from arraybench.record import CaseRecord
 from arraybench.report.model import run_views
 from arraybench.results import Results
+from arraybench.results.record import CaseRecord
 
 EXPORT_FORMATS = ("jsonl", "pytest-benchmark", "bmf")  # `export --format`: what dashboards read
 # The file version pytest-benchmark (4.x and 5.x) writes; its readers key on the fields below.

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.backends import BACKENDS, backend_class
-from arraybench.case import DTYPES, MODES
-from arraybench.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
-from arraybench.devices import DeviceSpec, parse_devices
 from arraybench.errors import UsageError, unknown
-from arraybench.refine import ROUNDS as REFINE_ROUNDS
-from arraybench.suites import QUICK_TIMER, SUITE_TIMER
-from arraybench.timing import TimerConfig
-from arraybench.userfile import load_workload_file
+from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
+from arraybench.measure.timing import TimerConfig
+from arraybench.planning.case import DTYPES, MODES
+from arraybench.planning.devices import DeviceSpec, parse_devices
+from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
+from arraybench.planning.suites import QUICK_TIMER, SUITE_TIMER
+from arraybench.planning.userfile import load_workload_file
 from arraybench.workloads import WORKLOADS
 
 # The default suite: every built-in workload at its default presets (small and large), but those
@@ -74,7 +74,7 @@ class RunSettings:
     workload_file: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     memory_limit: int | None = None  # bytes of writable memory per worker (limits.apply_memory_limit)
-    suite: str | None = None  # a named suite (arraybench.suites) chooses workloads, sizes, dtypes
+    suite: str | None = None  # a named suite (arraybench.planning.suites) chooses workloads, sizes, dtypes
     # Rounds of measuring more sizes where the fastest backend·mode changes (refine.py); 0: none.
     refine: int = REFINE_ROUNDS
     # Check every case against its full reference, even where a cheaper sketch applies (matmul's Freivalds).

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench.measurement import Measurement
+from arraybench.stats.measurement import Measurement
 
 Clock = Callable[[], float]
 FaultCounter = Callable[[], int]

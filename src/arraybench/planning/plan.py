@@ -7,11 +7,11 @@ from typing import Any
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import Backend
-from arraybench.case import Case
-from arraybench.devices import DeviceSpec, kind_of
 from arraybench.errors import UsageError, unknown
-from arraybench.settings import RunSettings
-from arraybench.suites import suite_parts
+from arraybench.planning.case import Case
+from arraybench.planning.devices import DeviceSpec, kind_of
+from arraybench.planning.settings import RunSettings
+from arraybench.planning.suites import suite_parts
 from arraybench.workloads import WORKLOADS, resolve_workload
 from arraybench.workloads.base import Workload
 

@@ -12,10 +12,10 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from arraybench.case import label as case_label
-from arraybench.palette import colour
-from arraybench.record import FAILED, CaseRecord
+from arraybench.output.palette import colour
+from arraybench.planning.case import label as case_label
 from arraybench.report.table import size_sort_key, speedups
+from arraybench.results.record import FAILED, CaseRecord
 from arraybench.units import format_seconds
 
 # Speedups over NumPy eager beyond these saturate the heatmap's colour.

@@ -1,5 +1,5 @@
 """Which devices each framework sees, of every kind: run in a child process per framework
-(`python -m arraybench.device_survey BACKEND` prints JSON), since importing one pins it to a platform.
+(`python -m arraybench.machine.device_survey BACKEND` prints JSON), since importing one pins it to a platform.
 
 A worker is started for one device kind (JAX_PLATFORMS, CUDA_VISIBLE_DEVICES...), so what it sees
 is not what the framework could use. The survey imports the framework as the user's environment
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from arraybench.devices import DeviceSpec
+from arraybench.planning.devices import DeviceSpec
 
 # Platform names that `--devices` calls gpu.
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")
@@ -121,7 +121,7 @@ SURVEYS: dict[str, Callable[[], list[Device]]] = {
 
 def start(backend: str, env: dict[str, str]) -> subprocess.Popen[str]:
     """Start the survey of `backend` in a child process with environment `env`."""
-    return subprocess.Popen([sys.executable, "-m", "arraybench.device_survey", backend], env=env,
+    return subprocess.Popen([sys.executable, "-m", "arraybench.machine.device_survey", backend], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend
-from arraybench.timing import Timer, TimerConfig
+from arraybench.measure.timing import Timer, TimerConfig
 
 # A floor is a few microseconds at most: a short sampling pins it, and the worker's start-up
 # pays it once (a compiled empty call's compilation dominates: see `measure`).

@@ -104,7 +104,7 @@ def _cache_bandwidth() -> dict[str, Any]:
 
 def _harness_call() -> float:
     """What arraybench's timer reports for a function that does nothing: its own per-call cost."""
-    from arraybench.timing import Timer, TimerConfig
+    from arraybench.measure.timing import Timer, TimerConfig
 
     def noop(a: object, b: object) -> None:
         return None
@@ -206,7 +206,7 @@ def measure(threads: int, gpu: bool = False) -> dict[str, Any]:
     def probe(*flags: str) -> dict[str, Any]:
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "arraybench.peaks", "--threads", str(threads), *flags],
+                [sys.executable, "-m", "arraybench.measure.peaks", "--threads", str(threads), *flags],
                 capture_output=True, text=True, env=env, timeout=120, check=True,
             )
             return json.loads(proc.stdout)
@@ -221,7 +221,7 @@ def measure(threads: int, gpu: bool = False) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="arraybench.peaks")
+    p = argparse.ArgumentParser(prog="arraybench.measure.peaks")
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--gpu", action="store_true", help="the first GPU's peaks instead of the CPU's")
     args = p.parse_args(argv)

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from arraybench import hostspeed
 from arraybench.errors import UsageError
-from arraybench.measurement import Replicated
-from arraybench.pooling import NO_PRIOR, VariancePrior, fit_prior
-from arraybench.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, STATUSES, CaseRecord
+from arraybench.measure import hostspeed
+from arraybench.results.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, STATUSES, CaseRecord
+from arraybench.stats.measurement import Replicated
+from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
 from arraybench.units import finite
 
 SCHEMA = 3
@@ -118,13 +118,13 @@ class Results:
         return Planned.of(self.header, len(self.latest()))
 
     def __repr__(self) -> str:
-        from arraybench.notebook import short_repr
+        from arraybench.output.notebook import short_repr
 
         return short_repr(self.header, list(self.latest().values()), self.path)
 
     def _repr_html_(self) -> str:
         """What Jupyter shows: a table per workload, a heatmap of the speedup over NumPy."""
-        from arraybench.notebook import results_html
+        from arraybench.output.notebook import results_html
 
         return results_html(self.header, list(self.latest().values()))
 
@@ -139,8 +139,8 @@ class Results:
             import pandas as pd
         except ImportError:
             raise UsageError("to_dataframe needs pandas (pip install 'arraybench[report]')") from None
-        from arraybench.environment import fingerprint
-        from arraybench.run_ids import run_id
+        from arraybench.machine.environment import fingerprint
+        from arraybench.results.run_ids import run_id
 
         rid, machine = run_id(self.header), fingerprint(self.environment)
         return pd.DataFrame(

@@ -11,16 +11,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench import environment, formats
-from arraybench.case import label
 from arraybench.errors import UsageError
-from arraybench.measurement import FEW_SAMPLES, Replicated, point_variance
-from arraybench.pooling import NO_PRIOR, VariancePrior
-from arraybench.record import FAILED, CaseRecord
+from arraybench.machine import environment
+from arraybench.output import formats
+from arraybench.planning.case import label
 from arraybench.results import Planned, Results, measured
-from arraybench.run_ids import run_id
+from arraybench.results.record import FAILED, CaseRecord
+from arraybench.results.run_ids import run_id
 from arraybench.stats import power
+from arraybench.stats.measurement import FEW_SAMPLES, Replicated, point_variance
 from arraybench.stats.paired import by_round, paired_log_ratio, paired_prior, round_differences
+from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.student import bounded_exp
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER, decide
 from arraybench.units import format_seconds

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from arraybench.measurement import Measurement
+from arraybench.stats.measurement import Measurement
 
 # Two measured sizes at most this far apart bound a crossover tightly enough to act on.
 MAX_RATIO = 2.0

@@ -26,9 +26,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from arraybench import bracket
-from arraybench.case import Case
-from arraybench.case import label as case_label
+from arraybench.planning.case import Case
+from arraybench.planning.case import label as case_label
+from arraybench.stats import bracket
 from arraybench.workloads import resolve_workload
 from arraybench.workloads.sizes import fixed_params
 

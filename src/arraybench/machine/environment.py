@@ -11,7 +11,8 @@ import socket
 import subprocess
 from typing import Any
 
-from arraybench import gpu, hostspeed
+from arraybench.machine import gpu
+from arraybench.measure import hostspeed
 
 FRAMEWORKS = {
     "numpy": ("numpy",),

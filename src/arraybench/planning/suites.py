@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.errors import unknown
-from arraybench.timing import TimerConfig
+from arraybench.measure.timing import TimerConfig
 from arraybench.workloads import WORKLOADS
 
 

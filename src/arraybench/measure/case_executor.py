@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from arraybench import gpu
 from arraybench.backends.base import Backend, Unavailable
-from arraybench.case import Case
-from arraybench.casecache import CaseCache, Entry
-from arraybench.compilecache import entries, first_call_state, uses_compile_cache
 from arraybench.errors import one_line
-from arraybench.hostspeed import measure_memory_reference, measure_reference
-from arraybench.record import CaseRecord, stats_fields
-from arraybench.timing import Timer, TimerConfig
+from arraybench.machine import gpu
+from arraybench.measure.casecache import CaseCache, Entry
+from arraybench.measure.compilecache import entries, first_call_state, uses_compile_cache
+from arraybench.measure.hostspeed import measure_memory_reference, measure_reference
+from arraybench.measure.timing import Timer, TimerConfig
+from arraybench.planning.case import Case
+from arraybench.results.record import CaseRecord, stats_fields
 from arraybench.workloads import blank_record, resolve_workload
 from arraybench.workloads.base import Tolerance, Workload, leaves
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from arraybench.pooling import NO_PRIOR, VariancePrior, t975
+from arraybench.stats.pooling import NO_PRIOR, VariancePrior, t975
 
 NOISY_IQR_RATIO = 0.10
 FEW_SAMPLES = 5

@@ -24,8 +24,8 @@ from rich.table import Table
 from rich.text import Text
 
 from arraybench.execution.parent import Progress
-from arraybench.formats import text_table
-from arraybench.record import FAILED
+from arraybench.output.formats import text_table
+from arraybench.results.record import FAILED
 from arraybench.units import format_seconds
 
 # What a cell or a status says, and the colour it gets: failures never look like results.

@@ -1,0 +1,4 @@
+"""Measuring, inside a worker process: the Timer, the case executor (inputs, transfer, build, time,
+check), the run's case and compile caches, the host-speed references, peaks, floors, the memory
+limit, and the plain-words reasons for a framework's failures.
+"""
