@@ -168,3 +168,34 @@ def test_the_reports_first_screen_says_each_environment_against_the_first(tmp_pa
     assert said in rep.markdown.read_text() and said in rep.summary
     html = rep.html.read_text()
     assert html.index(said) < html.index("winners")  # above the map, on the first screen
+
+
+def test_the_environments_processes_of_one_round_share_one_layout():
+    """Common random numbers: a round's layout (pads, input offsets) is the same in every
+    environment's worker, so the paired difference carries none of its noise; rounds differ."""
+    import numpy as np
+
+    from arraybench.execution import child
+    from arraybench.execution.parent import layout_seed
+    from arraybench.measure.case_executor import CaseExecutor
+
+    a, b = (Case("elementwise_add", (("n", 1000),), "numpy", "eager", "float32", 1, env=e) for e in ("a", "b"))
+    assert layout_seed(a, 0, 1) == layout_seed(b, 0, 1) != layout_seed(a, 0, 2)
+    pads = {len(worker_env(c, layout=layout_seed(c, 0, 1))["ARRAYBENCH_LAYOUT_PAD"]) for c in (a, b)}
+    assert len(pads) == 1
+    assert child.perturb_layout(7)["heap_pad_bytes"] == child.perturb_layout(7)["heap_pad_bytes"]
+
+    class Host:
+        host_args = False
+
+        def host_inputs(self, seed, dtype, params):
+            return (np.ones(1000, dtype), np.ones(1000, dtype))
+
+    class Backend:
+        pipelined = False
+
+    def offsets(case, seed):
+        return CaseExecutor(Backend(), layout={"seed": seed}).inputs(Host(), case, 0)[2]
+
+    assert offsets(a, 5) == offsets(b, 5)
+    assert len({tuple(offsets(a, seed)) for seed in range(8)}) > 1

@@ -12,6 +12,7 @@ import argparse
 import ctypes
 import faulthandler
 import os
+import random
 import secrets
 import signal
 import sys
@@ -109,6 +110,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cache", help="the run's cache directory: inputs and references shared by its workers")
     p.add_argument("--cache-limit", type=int, help="bytes of inputs and references in it (default: casecache's)")
     p.add_argument("--full-check", action="store_true", help="check against the full reference, never a sketch")
+    p.add_argument("--layout-seed", type=int, help="seed of the random layout (parent.layout_seed): the same "
+                                                   "for each environment's worker of a round")
     p.add_argument("--fixed-layout", action="store_true",
                    help="no random heap pad or input offsets (perturb_layout): one layout for every process")
     p.add_argument("--floors", metavar="MODES", default="",
@@ -140,7 +143,7 @@ def set_up(args: argparse.Namespace) -> tuple[Callable[[Reply], None], str]:
     return send, allocator
 
 
-def perturb_layout() -> dict[str, int]:
+def perturb_layout(seed: int | None = None) -> dict[str, int]:
     """Give this worker a heap history of its own, before the framework is imported; say what was done.
 
     A block of random size (0-1 MiB in 64-byte steps) is allocated and kept, so every later heap
@@ -151,7 +154,7 @@ def perturb_layout() -> dict[str, int]:
     layout so that the effect becomes noise statistics can see. Here it varies between processes,
     which the case's interval sees, instead of between runs, which it does not.
     """
-    pad = 64 * secrets.randbelow(1 << 14)
+    pad = 64 * (secrets.randbelow(1 << 14) if seed is None else random.Random(seed).randrange(1 << 14))
     if pad and sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None)
         libc.malloc.restype = ctypes.c_void_p
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     args = parse_args(argv)
     send, allocator = set_up(args)
-    layout = None if args.fixed_layout else perturb_layout()
+    layout = None if args.fixed_layout else {**perturb_layout(args.layout_seed), "seed": args.layout_seed}
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class

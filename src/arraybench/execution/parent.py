@@ -6,6 +6,7 @@ Runs in the arraybench process of a local run (Runner), and in each Dask worker 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
@@ -84,14 +85,26 @@ class RunConfig:
         return self.envs[env].python if env else sys.executable
 
 
-def worker_env(case: Case, fixed_layout: bool = False, env: WorkerEnv | None = None) -> dict[str, str]:
+def layout_seed(case: Case, seed: int, round: int) -> int:
+    """The seed of a worker's random layout (its environment and heap pads, its inputs' offsets):
+    new for every round and configuration, and the same for each Python environment's worker of
+    one round, so that two environments' processes of a round run in one layout, and their
+    difference, which `compare RUN@A RUN@B` reads, carries no layout's noise (common random
+    numbers). Across rounds the layout still varies, and the interval sees what it moves."""
+    key = f"{seed}/{round}/{case.backend}/{case.threads}/{case.dtype}/{case.device}"
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+
+
+def worker_env(case: Case, fixed_layout: bool = False, env: WorkerEnv | None = None,
+               layout: int | None = None) -> dict[str, str]:
     """The worker's environment: ours, plus the backend's settings, plus our own import path, plus
     (unless `fixed_layout`) a pad of random length, 0-4095 bytes, that moves the worker's stack
     (the environment sits above it), as Mytkowicz et al. found an environment's size to move times.
     A worker of another Python environment (`env`) gets its `--env-var` variables, and none of
     ours that would point its interpreter at this one's packages."""
     be = backend_class(case.backend)(case.threads, case.dtype, case.device)
-    settings = {**be.env(), "PYTHONUNBUFFERED": "1", LAYOUT_PAD_VAR: "x" * secrets.randbelow(4096)}
+    pad = secrets.randbelow(4096) if layout is None else random.Random(layout).randrange(4096)
+    settings = {**be.env(), "PYTHONUNBUFFERED": "1", LAYOUT_PAD_VAR: "x" * pad}
     if env is not None:
         settings.update(env.variables)
     env_ = child_env(settings, foreign=env is not None and env.python != sys.executable)
@@ -122,7 +135,7 @@ class WorkerTimeout(Exception):
 class Worker:
     """One running `python -m arraybench.execution.child` process and its JSON-lines pipe."""
 
-    def __init__(self, case: Case, config: RunConfig, floors: Sequence[str] = ()) -> None:
+    def __init__(self, case: Case, config: RunConfig, floors: Sequence[str] = (), layout: int | None = None) -> None:
         self.key = worker_key(case)
         self.config = config
         config.log_dir.mkdir(parents=True, exist_ok=True)
@@ -146,10 +159,12 @@ class Worker:
             cmd += ["--fixed-layout"]
         if floors:  # the modes whose empty call (floors.py) it measures before its first case
             cmd += ["--floors", ",".join(floors)]
+        if layout is not None and not config.fixed_layout:
+            cmd += ["--layout-seed", str(layout)]
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            env=worker_env(case, config.fixed_layout, config.envs.get(case.env)), start_new_session=True,
+            env=worker_env(case, config.fixed_layout, config.envs.get(case.env), layout), start_new_session=True,
         )
         self._buf = b""
         self.info: dict[str, Any] | None = None
@@ -263,6 +278,7 @@ class Runner:
         records = []
         try:
             for k in range(self.processes):
+                self.pool.round = k
                 for case in self.order(cases, self.config.seed, k):
                     if case.id in finished or len(done[case.id]) > k:  # failed early, or resumed past k
                         continue
@@ -362,6 +378,9 @@ class WorkerPool:
         # Per backend, the devices its framework sees here (device_survey.py), asked once, where a
         # worker for a device other than the CPU could not start; None where the survey failed.
         self.surveys: dict[str, list[device_survey.Device] | None] = {}
+        # The round the pool's workers serve (Runner sets it): their layouts derive from it
+        # (layout_seed); None, a pool outside rounds (a Dask worker's): random layouts.
+        self.round: int | None = None
 
     def expect(self, cases: Iterable[Case]) -> None:
         """Note the cases the pool is to run, so its workers measure the floors of their modes only
@@ -399,7 +418,8 @@ class WorkerPool:
         """A started worker for `key`, or the record of `case` that says why there is none: unavailable
         for this configuration's every case, or crashed (the next case tries again)."""
         floors = sorted((self.modes[key] | {case.mode}) - self.floors_measured[key])
-        worker = Worker(case, self.config, floors=floors)
+        layout = layout_seed(case, self.config.seed, self.round) if self.round is not None else None
+        worker = Worker(case, self.config, floors=floors, layout=layout)
         # Registered before it starts, so a Ctrl-C during its imports still kills it.
         self.workers[key] = worker
         try:

@@ -19,7 +19,7 @@ from arraybench.measure.casecache import CaseCache, Entry
 from arraybench.measure.compilecache import entries, first_call_state, uses_compile_cache
 from arraybench.measure.hostspeed import measure_memory_reference, measure_reference
 from arraybench.measure.timing import Timer, TimerConfig
-from arraybench.planning.case import Case
+from arraybench.planning.case import Case, base_id
 from arraybench.results.record import CaseRecord, stats_fields
 from arraybench.workloads import blank_record, resolve_workload
 from arraybench.workloads.base import Tolerance, Workload, leaves
@@ -84,6 +84,7 @@ class CaseExecutor:
         # The worker's layout (child.perturb_layout); None: one fixed layout, inputs where NumPy puts them.
         self.layout = layout
         self.layout_rng = np.random.default_rng() if layout is not None else None
+        self.layout_seed = layout.get("seed") if layout is not None else None
         self.cache = cache or CaseCache(None)
         self.full_check = full_check
         self.compile_cache = compile_cache
@@ -118,7 +119,10 @@ class CaseExecutor:
         ordered = [entry.arrays[k] for k in sorted(entry.arrays, key=int)]
         if self.layout_rng is None:
             return tuple(ordered if entry.made else (np.array(a) for a in ordered)), entry, None
-        offsets = [int(self.layout_rng.integers(0, PAGE // LINE)) * LINE for _ in ordered]
+        # With the round's layout seed, each case's offsets are the same in every environment's worker.
+        rng = self.layout_rng if self.layout_seed is None else np.random.default_rng(
+            [self.layout_seed, int.from_bytes(hashlib.sha256(base_id(case.id, case.env).encode()).digest()[:8], "big")])
+        offsets = [int(rng.integers(0, PAGE // LINE)) * LINE for _ in ordered]
         host = tuple(placed(a, off) if isinstance(a, np.ndarray) and not a.dtype.hasobject else a
                      for a, off in zip(ordered, offsets, strict=True))
         return host, entry, offsets

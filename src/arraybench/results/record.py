@@ -81,7 +81,9 @@ class ProcessRecord:
                                         "the larger mode's (the faster on a tie), not a value between them")
     layout: dict[str, Any] | None = described("", "where this process placed the case's inputs: `input_offsets` "
                                                  "(bytes past a page boundary, one per input), and the worker's "
-                                                 "`heap_pad_bytes` and `env_pad_bytes`; `null` under `--fixed-layout`")
+                                                 "`heap_pad_bytes` and `env_pad_bytes`, and the `seed` they were "
+                                                 "drawn from (the same for each environment's worker of a "
+                                                 "round); `null` under `--fixed-layout`")
     warmup_calls: int | None = described("calls", "calls made to warm up before sampling")
     overhead_s: float | None = described("s", "the clock+sync cost of one sample, measured before timing")
     first_call_s: float | None = described("s", "its first call, timed alone")
