@@ -143,3 +143,21 @@ def test_only_the_cli_package_parses_the_command_line():
             if "argparse" in names:
                 importers.add(str(rel))
     assert importers == set()
+
+
+def test_each_run_options_default_is_stated_once_in_run_settings():
+    """The CLI, the Python API and run_settings leave every default to RunSettings' fields."""
+    import inspect
+
+    from arraybench import api
+    from arraybench.cli.run import DEFAULTS
+    from arraybench.planning.settings import RunSettings
+
+    defaults = RunSettings()
+    given = run_settings()
+    for name in ("dtype", "devices", "seed", "timeout", "refine", "cache_limit", "budget", "envs"):
+        assert getattr(given, name) == getattr(defaults, name) == getattr(DEFAULTS, name), name
+    signature = inspect.signature(api.run).parameters
+    assert all(signature[n].default is None for n in ("dtype", "devices", "seed", "timeout", "refine"))
+    signature = inspect.signature(run_settings).parameters
+    assert all(signature[n].default is None for n in ("dtype", "devices", "seed", "timeout", "refine", "budget"))

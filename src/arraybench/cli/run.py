@@ -61,6 +61,10 @@ def sampling_default(name: str, unit: str = "") -> str:
             f"{chosen:g}{unit} with --workloads or --workload-file")
 
 
+# Each option's default is RunSettings' own: the help shows it, run_settings applies it to a None.
+DEFAULTS = RunSettings()
+
+
 def add_arguments(run: argparse.ArgumentParser) -> None:
     """Every option of `arraybench run`; `[tool.arraybench]` may set any but --resume."""
     run.add_argument("--workloads", help="comma-separated workload names (default: every built-in "
@@ -70,17 +74,16 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--sizes", help="preset names and/or values of each workload's size parameter "
                                      "(default: each workload's default presets)")
     run.add_argument("--params", help="override workload parameters, e.g. n=1000,iters=10")
-    run.add_argument("--dtype", default="float32",
-                     help="float32 or float64 (default %(default)s; the seeds suite sets its own)")
+    run.add_argument("--dtype", help=f"float32 or float64 (default {DEFAULTS.dtype}; the seeds suite sets its own)")
     run.add_argument("--threads", type=int, help=f"threads for every backend (default: the {default_threads()} "
                                                  "usable cores; with --cluster local:N, cores/N)")
-    run.add_argument("--devices", default="cpu",
+    run.add_argument("--devices",
                      help="comma-separated devices, each KIND (one device), KIND:N (the first N), KIND:all or "
                           "KIND:I,J,... (those ids); KIND is the framework's name: cpu, gpu (or cuda), tpu, ... "
                           "e.g. cpu,cpu:2,cpu:4 measures the multi-device workloads' scaling over 1, 2 and 4 "
-                          "forced host devices (docs/multi-device.md; default %(default)s)")
-    run.add_argument("--seed", type=int, default=0, help="seed for inputs and case order (default %(default)s)")
-    run.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per case (default %(default)g)")
+                          f"forced host devices (docs/multi-device.md; default {','.join(DEFAULTS.devices)})")
+    run.add_argument("--seed", type=int, help=f"seed for inputs and case order (default {DEFAULTS.seed})")
+    run.add_argument("--timeout", type=positive_float, help=f"seconds per case (default {DEFAULTS.timeout:g})")
     run.add_argument("--min-time", type=positive_float, help="seconds of sampling in each process of a case "
                                                              f"({sampling_default('min_time', ' s')})")
     run.add_argument("--max-time", type=positive_float, help="cap on sampling in each process of a case "
