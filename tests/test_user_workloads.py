@@ -189,7 +189,9 @@ def test_presets_that_change_two_parameters_are_reported_as_two_problems(tmp_pat
     assert [c.strip() for c in header.split("  ") if c.strip()][1:] == ["n=8, m=16", "n=32, m=64"]
     crossovers = next(line for line in out.splitlines() if line.startswith("Crossovers"))
     assert "matvec: its cases differ in m as well as n" in crossovers
-    answer = out.split("The answer:")[1]
-    assert "matvec (float32; m=16): At n = 8, numpy·eager is fastest" in answer
-    assert "matvec (float32; m=64): At n = 32, numpy·eager is fastest" in answer
+    glance = out.split("The answer at a glance")[1]  # the terminal's table: a row per problem
+    assert "matvec (m=16)" in glance and "matvec (m=64)" in glance
+    answer = (tmp_path / "report.md").read_text().split("## The answer")[1]
+    assert "**matvec (float32; m=16).** At n = 8, numpy·eager is fastest" in answer
+    assert "**matvec (float32; m=64).** At n = 32, numpy·eager is fastest" in answer
     assert "every measured n" not in answer
