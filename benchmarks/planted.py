@@ -2,6 +2,7 @@
 
     python benchmarks/planted.py detect --out DIR            # PLANTED=1.05 in env slow: found slower?
     python benchmarks/planted.py aa --out DIR --repeat 3     # PLANTED=1.00: no verdict, mostly "same"?
+    python benchmarks/planted.py detect --out DIR --budget 240   # any further option goes to `run`
 
 Each run measures benchmarks/planted_workloads.py (element-wise, matmul, sort and a dispatch-bound
 chain; numpy, jax and torch, eager and jit) as `--env base: --env slow: --env-var slow:PLANTED=X`,
@@ -64,11 +65,10 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--threshold", type=float, help="compare's threshold, a fraction (detect: 0.02, aa: 0.05)")
-    p.add_argument("run_args", nargs="*", help="more `arraybench run` options, after --")
-    args = p.parse_args()
+    args, run_args = p.parse_known_args()  # the rest: more `arraybench run` options (--budget 240)
     planted = 1.05 if args.what == "detect" else 1.00
     threshold = args.threshold if args.threshold is not None else (0.02 if args.what == "detect" else 0.05)
-    found = [verdicts(run(args.out / f"run-{i + 1}", planted, args.run_args), threshold)
+    found = [verdicts(run(args.out / f"run-{i + 1}", planted, run_args), threshold)
              for i in range(args.repeat)]
     summary = {"planted": planted, "threshold": threshold, "runs": found}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
