@@ -65,7 +65,7 @@ class StubWorker:
 
     started: list[tuple[str, list[str]]] = []
 
-    def __init__(self, case: Case, config: RunConfig, floors: list[str]) -> None:
+    def __init__(self, case: Case, config: RunConfig, floors: list[str], layout: int | None = None) -> None:
         self.unavailable = None
         StubWorker.started.append((case.backend, list(floors)))
 
