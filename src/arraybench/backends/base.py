@@ -37,6 +37,10 @@ def thread_env(threads: int) -> dict[str, str]:
     }
 
 
+# Our import path and home are for this interpreter: another one must find its own packages.
+OWN_VARIABLES = ("PYTHONPATH", "PYTHONHOME")
+
+
 def child_env(settings: dict[str, str], foreign: bool = False) -> dict[str, str]:
     """Environment for a child process: ours, plus `settings`, with this arraybench first on
     PYTHONPATH so the child imports the same code as its parent (a source tree, a worktree).
@@ -47,7 +51,7 @@ def child_env(settings: dict[str, str], foreign: bool = False) -> dict[str, str]
     env = {**os.environ, **settings}
     src = Path(__file__).resolve().parents[2]
     if foreign:
-        for name in ("PYTHONPATH", "PYTHONHOME"):
+        for name in OWN_VARIABLES:
             env.pop(name, None)
         if (src / "arraybench").is_dir() and src.name == "src" and (src.parent / "pyproject.toml").is_file():
             env["PYTHONPATH"] = str(src)

@@ -21,6 +21,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import arraybench
+from arraybench.backends.base import OWN_VARIABLES
 from arraybench.envs.spec import EnvSpec
 from arraybench.errors import UsageError
 from arraybench.machine import gpu
@@ -28,8 +29,6 @@ from arraybench.machine import gpu
 Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
 ENV_FILE = "arraybench-env.json"  # in each cached environment: the recipe it was built from
 CPU_BUILD = "+cpu"  # the local version tag of PyTorch's CPU wheels, as constraints.txt pins them
-# Our import path and home are for this interpreter: another one must find its own packages.
-OWN_VARIABLES = ("PYTHONPATH", "PYTHONHOME")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from arraybench.comparison import compare_samples, rounds_of
 from arraybench.planning.case import Case, base_id
-from arraybench.results import ResultsWriter, load_results, measured
+from arraybench.results import Results, ResultsWriter, load_results, measured
 from arraybench.results.record import CaseRecord
 from arraybench.stats.paired import by_round, paired_log_ratio
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
@@ -45,17 +45,19 @@ def estimate(base: CaseRecord, new: CaseRecord, paired: bool) -> LogRatio | None
     return LogRatio(math.log(result.ratio), result.log_se, result.df)
 
 
-def questions(records: Sequence[CaseRecord]) -> dict[str, list[tuple[str, LogRatio]]]:
+def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = ()) -> dict[str, list[tuple[str, LogRatio]]]:
     """Per case id, the open-or-not questions it takes part in, as (other case id, estimate): each
-    environment against the run's first one, and at each size the fastest against each other one."""
+    environment against the run's first one (`env_order`: the run's environments as --env gave them,
+    as the report and compare take them), and at each size the fastest against each other one."""
     ok = [r for r in records if r.status == "ok" and r.samples_s]
     out: dict[str, list[tuple[str, LogRatio]]] = defaultdict(list)
     envs: dict[str, list[CaseRecord]] = defaultdict(list)
+    rank = {env: i for i, env in enumerate(env_order)}
     for r in ok:
         if r.env:
             envs[base_id(r.id, r.env)].append(r)
     for same in envs.values():
-        first, *others = sorted(same, key=lambda r: r.id)
+        first, *others = sorted(same, key=lambda r: (rank.get(r.env or "", len(rank)), r.id))
         for other in others:
             if (e := estimate(first, other, paired=True)) is not None:
                 out[first.id].append((other.id, e))
@@ -74,10 +76,10 @@ def questions(records: Sequence[CaseRecord]) -> dict[str, list[tuple[str, LogRat
     return out
 
 
-def process_records(path: Path) -> dict[str, list[CaseRecord]]:
+def process_records(res: Results) -> dict[str, list[CaseRecord]]:
     """Every case's process records from the results file's replicate lines, in round order."""
     out: dict[str, list[CaseRecord]] = defaultdict(list)
-    for k, r in sorted(load_results(path).replicate_lines, key=lambda kr: kr[0]):
+    for k, r in sorted(res.replicate_lines, key=lambda kr: kr[0]):
         out[r.id].append(replace(r, round=k if r.round is None else r.round))
     return out
 
@@ -107,8 +109,9 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     stopped: dict[str, str] = {}
     rounds = first
     while True:
-        latest = load_results(path).latest()
-        asked = questions([r for r in latest.values() if r.id in by_id])
+        res = load_results(path)  # once a round: what the last round added
+        latest = res.latest()
+        asked = questions([r for r in latest.values() if r.id in by_id], list(res.header.get("environments") or {}))
         going = []
         for cid, qs in sorted(asked.items()):
             if cid in stopped:
@@ -122,13 +125,12 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         budget.settle()
         if not going:
             break
-        runner.processes, runner.partial = rounds + 1, process_records(path)
+        runner.processes, runner.partial = rounds + 1, process_records(res)
         on_round(len(going))
         runner.run(going)
         rounds += 1
-    final = load_results(path).latest()
-    for cid, why in sorted(stopped.items()):
-        writer.append(replace(final[cid], stopped=why))
+    for cid, why in sorted(stopped.items()):  # `latest` was read after the last round
+        writer.append(replace(latest[cid], stopped=why))
     return stopped
 
 
