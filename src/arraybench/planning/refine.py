@@ -51,10 +51,6 @@ def size_param(case: Case) -> str | None:
     return name if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def label(case: Case | Mapping[str, Any]) -> str:
-    return case_label(case)
-
-
 def _group(case: Case, name: str) -> GroupKey:
     """Cases that differ only in backend, mode and size: one sweep whose order can flip (in one environment)."""
     return (case.workload, case.source, case.dtype, case.device, case.threads, fixed_params(case.params_dict, name),
@@ -110,8 +106,8 @@ def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Map
         if name is None:
             continue
         key = _group(case, name)
-        ids[case.id] = (key, label(case), case.params_dict[name])
-        templates.setdefault((key, label(case)), case)
+        ids[case.id] = (key, case_label(case), case.params_dict[name])
+        templates.setdefault((key, case_label(case)), case)
     planned_ids = {c.id for c in plan}
     records = list(records)
     every = _points(records, ids)
