@@ -6,6 +6,7 @@ import re
 import pytest
 from report_data import PEAKS, bisected_records, synthetic_records
 from test_report import record, results_of
+from test_report import results_of as report_results_of
 
 from arraybench.report import write_all
 from arraybench.report.answer import answers
@@ -198,9 +199,18 @@ def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable
         return record("linreg", 1, backend, "eager", None, status="unavailable", error=why, device="gpu",
                       id=f"linreg[d=1]/{backend}-eager/gpu")
 
+    def results_of(recs, devices=("cpu", "gpu")):  # a run that asked for a GPU
+        res = report_results_of(recs)
+        res.header["settings"]["devices"] = list(devices)
+        return res
+
     missing = [gpu("jax", "jax sees no gpu here: cpu ×1"), gpu("numpy", "numpy runs on cpu only, not gpu")]
     said = ("No GPU was measured: every gpu case was unavailable (jax sees no gpu here: cpu ×1; "
             "numpy runs on cpu only, not gpu).")
+    # A run that asked for the CPU alone: CuPy's cases sit on its GPU, and its absence is no answer.
+    cupy = gpu("cupy", "cupy is not installed (pip install 'arraybench[cupy]')")
+    rep = write_all([results_of([cupy, record("linreg", 1, "numpy", "eager", 1e-3)], ("cpu",))], tmp_path / "cpu")
+    assert "No GPU was measured" not in rep.summary + rep.markdown.read_text()
     # Nothing measured at all: the answer still says what is missing, never nothing.
     rep = write_all([results_of(missing)], tmp_path / "gpu-only")
     assert f"linreg (float32): {said}" in rep.summary and said in rep.markdown.read_text()

@@ -60,7 +60,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     for (wl, dtype, machine, fixed), every in sorted(groups.items(), key=first):
         recs = [r for r in every if r["status"] != "unavailable"]
         ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
-        unmeasured = _unmeasured(every)
+        unmeasured = _unmeasured(every, _asked(data, machine))
         if not ok:
             if unmeasured:
                 out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured, fixed))
@@ -77,15 +77,23 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     return out
 
 
-def _unmeasured(recs: Sequence[Mapping[str, Any]]) -> str:
+def _asked(data: ReportData, machine: str) -> set[str] | None:
+    """The device kinds the run on `machine` asked for (`--devices`); None where its header does not say."""
+    devices = (data.headers.get(machine) or {}).get("settings", {}).get("devices")
+    return {kind_of(d) for d in devices} if devices else None
+
+
+def _unmeasured(recs: Sequence[Mapping[str, Any]], asked: set[str] | None = None) -> str:
     """'No GPU was measured: every gpu case was unavailable (jax sees no gpu here: cpu ×1).', per kind of
-    device other than the CPU whose every case was unavailable: no figure stands for it; '' where none."""
+    device other than the CPU that the run asked for (`asked`; None: every kind) and whose every case
+    was unavailable: no figure stands for it; '' where none. CuPy's cases sit on its GPU in a run that
+    asked for the CPU only; a machine without CuPy does not make that run's answer about a GPU."""
     by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in recs:
         by_kind[kind_of(r.get("device") or "cpu")].append(r)
     out = []
     for kind, rs in sorted(by_kind.items()):
-        if kind != "cpu" and all(r["status"] == "unavailable" for r in rs):
+        if kind != "cpu" and (asked is None or kind in asked) and all(r["status"] == "unavailable" for r in rs):
             why = "; ".join(sorted({r.get("error") or "unavailable" for r in rs}))
             out.append(f"No {kind.upper()} was measured: every {kind} case was unavailable ({why}).")
     return " ".join(out)
