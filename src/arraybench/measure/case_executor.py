@@ -68,6 +68,14 @@ def cache_name(kind: str, case: Case, seed: int) -> str:
     return f"{kind}-" + hashlib.sha256(repr(key).encode()).hexdigest()[:24]
 
 
+class Draft:
+    """A case's record as the phases fill it in, each field by its name (`dataclasses.replace`, which
+    mypy checks): what the phases before a failure filled stays in the record that reports it."""
+
+    def __init__(self, record: CaseRecord) -> None:
+        self.record = record
+
+
 class CaseExecutor:
     """Holds a loaded backend and the run's case cache (casecache.py), so a worker can run many cases.
 
@@ -92,16 +100,17 @@ class CaseExecutor:
         self.l2_bytes = gpu.l2_bytes() if backend.pipelined else None
         self.clocks = gpu.ClockWatch() if backend.pipelined else None
 
-    def gpu_figures(self, fn: Any, args: tuple, host: tuple, timed_on_host: bool, median_s: float) -> dict[str, Any]:
+    def gpu_figures(self, fn: Any, args: tuple, host: tuple, timed_on_host: bool, median_s: float,
+                    record: CaseRecord) -> CaseRecord:
         """Beside the hot median: the L2-cold figure where the inputs fit in L2, and the L2 size."""
         be, l2 = self.backend, self.l2_bytes
         in_bytes = sum(getattr(a, "nbytes", 0) for a in host)
-        out: dict[str, Any] = {"l2_bytes": l2, "input_bytes": in_bytes}
+        record = replace(record, l2_bytes=l2, input_bytes=in_bytes)
         if not l2 or in_bytes > l2 or timed_on_host or median_s > COLD_MAX_MEDIAN_S:
-            return out
+            return record
         cold = sorted(be.time_cold(fn, args, l2) for _ in range(COLD_SAMPLES))
-        out.update(cold_samples_s=tuple(cold), cold_median_s=cold[len(cold) // 2], cold_method=be.cold_method)
-        return out
+        return replace(record, cold_samples_s=tuple(cold), cold_median_s=cold[len(cold) // 2],
+                       cold_method=be.cold_method)
 
     def inputs(self, wl: Workload, case: Case, seed: int) -> tuple[tuple, Entry, list[int] | None]:
         """The case's host inputs, in memory of this process's own, the cache entry they came from,
@@ -155,40 +164,39 @@ class CaseExecutor:
 
     def run(self, case: Case, config: TimerConfig, run_seed: int) -> CaseRecord:
         """Measure `case`: its record, whatever happened (a failure is the case's result, never raised)."""
-        got: dict[str, Any] = {}  # the record's fields as each phase fills them; kept when a later one fails
+        draft = Draft(blank_record(case, "error"))
         try:
             wl = resolve_workload(case.workload, case.source)
-            got["flops"], got["bytes"] = wl.work(case.params_dict, case.dtype)
+            flops, bytes_ = wl.work(case.params_dict, case.dtype)
+            draft.record = replace(draft.record, flops=flops, bytes=bytes_)
             builder = wl.builder(case.backend, case.mode)
             if builder is None:
                 reason = wl.unsupported.get((case.backend, case.mode), f"no {case.mode} implementation")
-                return replace(blank_record(case, "unsupported", reason), **got)
-            host, args, expected = self._prepare(wl, case, run_seed, got)
-            timing = self._time(wl, builder, case, config, host, args, got)
-            self._check(wl, case, timing, expected, got)
+                return replace(draft.record, status="unsupported", error=reason)
+            host, args, expected = self._prepare(wl, case, run_seed, draft)
+            timing = self._time(wl, builder, case, config, host, args, draft)
+            self._check(wl, case, timing, expected, draft)
         except Unavailable as e:
-            got.update(status="unsupported", error=str(e))
+            return replace(draft.record, status="unsupported", error=str(e))
         except Exception as e:  # a user's or framework's failure is this case's result
-            got.update(status="error", error=one_line(e), traceback=traceback.format_exc(limit=8))
-        return replace(blank_record(case, "error"), **got)
+            return replace(draft.record, status="error", error=one_line(e), traceback=traceback.format_exc(limit=8))
+        return draft.record
 
-    def _prepare(self, wl: Workload, case: Case, run_seed: int,
-                 got: dict[str, Any]) -> tuple[tuple, tuple, Expected]:
+    def _prepare(self, wl: Workload, case: Case, run_seed: int, draft: Draft) -> tuple[tuple, tuple, Expected]:
         """Host inputs, what the output is checked against, and the inputs on the device (transfer timed)."""
         be = self.backend
         seed = input_seed(run_seed, case)
         be.start_case()  # no peak memory or compiler state of an earlier case in this worker
-        got["n_devices"] = be.n_devices
+        draft.record = replace(draft.record, n_devices=be.n_devices)
         t0 = time.perf_counter()
         host, entry, offsets = self.inputs(wl, case, seed)
-        got["inputs_s"] = time.perf_counter() - t0
-        got["inputs_source"] = "made" if entry.made else "cache"
-        if offsets is not None:
-            got["layout"] = {"input_offsets": offsets, **(self.layout or {})}
+        draft.record = replace(draft.record, inputs_s=time.perf_counter() - t0,
+                               inputs_source="made" if entry.made else "cache",
+                               layout=None if offsets is None else {"input_offsets": offsets, **(self.layout or {})})
         t0 = time.perf_counter()
         expected = self.expected(wl, case, seed, host)
-        got["reference_s"] = time.perf_counter() - t0
-        got["reference_source"], got["check_method"] = expected.source, expected.method
+        draft.record = replace(draft.record, reference_s=time.perf_counter() - t0,
+                               reference_source=expected.source, check_method=expected.method)
         if wl.host_args:
             return host, host, expected
         t0 = time.perf_counter()
@@ -197,11 +205,11 @@ class CaseExecutor:
         else:
             args = tuple(be.to_device(a) for a in host)
         be.sync(args)
-        got["transfer_s"] = time.perf_counter() - t0
+        draft.record = replace(draft.record, transfer_s=time.perf_counter() - t0)
         return host, args, expected
 
     def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, host: tuple, args: tuple,
-              got: dict[str, Any]) -> Any:
+              draft: Draft) -> Any:
         """Build the callable and time it (with the GPU's cold figure and clocks); returns the Timer's result."""
         be = self.backend
         try:
@@ -210,7 +218,7 @@ class CaseExecutor:
                 be.prepare_jit()
                 self._jit_prepared = True
             fn = builder(be, **case.params_dict)
-            got["build_s"] = time.perf_counter() - t0
+            draft.record = replace(draft.record, build_s=time.perf_counter() - t0)
             sync = be.sync if be.asynchronous else None
             if self.clocks:
                 self.clocks.start()
@@ -221,16 +229,17 @@ class CaseExecutor:
             t0 = time.perf_counter()
             timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
                            reference=measure_reference).run()
-            got["timer_s"] = time.perf_counter() - t0
+            timer_s = time.perf_counter() - t0
             memory_after = measure_memory_reference()
-            got["memory_ref_s"] = (None if memory_before is None or memory_after is None
-                                   else (memory_before, memory_after))
-            # Warm-up and samples reuse the first call's shapes: any new entry is the first call's.
-            got["first_call_cache"] = first_call_state(before, entries(cc) if cc is not None else 0, cc is not None)
+            draft.record = replace(
+                draft.record, timer_s=timer_s,
+                memory_ref_s=None if memory_before is None or memory_after is None else (memory_before, memory_after),
+                # Warm-up and samples reuse the first call's shapes: any new entry is the first call's.
+                first_call_cache=first_call_state(before, entries(cc) if cc is not None else 0, cc is not None))
             if self.clocks:
-                got["gpu_clock"] = self.clocks.stop()
+                draft.record = replace(draft.record, gpu_clock=self.clocks.stop())
             if be.pipelined:
-                got.update(self.gpu_figures(fn, args, host, wl.host_args, timing.measurement.median))
+                draft.record = self.gpu_figures(fn, args, host, wl.host_args, timing.measurement.median, draft.record)
         except Exception as e:
             # Only the computation's own failures: a broken input or reference is an error.
             reason = wl.unsupported_because(e, case.backend)
@@ -239,18 +248,19 @@ class CaseExecutor:
             raise Unavailable(reason) from e
         return timing
 
-    def _check(self, wl: Workload, case: Case, timing: Any, expected: Expected, got: dict[str, Any]) -> None:
+    def _check(self, wl: Workload, case: Case, timing: Any, expected: Expected, draft: Draft) -> None:
         """Copy the output back, check it against the reference, and fill in the timer's figures."""
         be, m = self.backend, timing.measurement
         t0 = time.perf_counter()
         out = be.to_host(timing.last_output) if wl.spread is None else be.gather(timing.last_output,
                                                                                   wl.spread.output)
-        got["to_host_s"] = time.perf_counter() - t0
+        draft.record = replace(draft.record, to_host_s=time.perf_counter() - t0)
         t0 = time.perf_counter()
         tol = expected.tolerance
         check = wl.check(out, expected.ref, case.dtype, case.params_dict, tol.value, expected.sketch)
-        got["check_s"] = time.perf_counter() - t0
-        got.update(
+        draft.record = replace(draft.record, check_s=time.perf_counter() - t0)
+        draft.record = replace(
+            draft.record,
             status="ok" if check.correct else "wrong",
             error=_wrong_reason(check) if not check.correct else (tol.source if tol.ill_conditioned else ""),
             first_call_s=timing.first_call_s,
