@@ -25,7 +25,7 @@ from arraybench.cli.store import STORE_ENV, apply_store_environment
 from arraybench.errors import UsageError
 from arraybench.execution import session
 from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
-from arraybench.execution.parent import Runner
+from arraybench.execution.parent import Rounds, Runner
 from arraybench.measure.casecache import usage
 from arraybench.output import terminal
 from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
@@ -180,7 +180,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     )
 
 
-def runner_from_args(args: argparse.Namespace) -> Callable[..., session.CaseRunner]:
+def runner_from_args(args: argparse.Namespace) -> Callable[..., Rounds]:
     """Runner for a local run; ClusterRunner, built the same way, for `--cluster`."""
     if args.on and not args.cluster:
         raise UsageError("--on needs --cluster")

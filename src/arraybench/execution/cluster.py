@@ -10,13 +10,13 @@ import socket
 import threading
 import time
 import uuid
-from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from arraybench.errors import UsageError, one_line
-from arraybench.execution.parent import RunConfig, Runner, merge_processes
+from arraybench.execution.parent import Rounds, RunConfig
 from arraybench.planning.case import Case
 from arraybench.planning.devices import device_count, kind_of
 from arraybench.planning.settings import default_threads, parse_list
@@ -185,73 +185,69 @@ def case_needs(case: Case) -> dict[str, float]:
     return {SLOT: 1, GPU: device_count(case.device) or 1}
 
 
-class ClusterRunner:
-    """Runs cases as Dask tasks and records each the moment it finishes, as Runner does locally.
+class ClusterRunner(Rounds):
+    """Rounds whose processes are Dask tasks, each recorded the moment it finishes.
 
     A task runs its case in its Dask worker's WorkerPool (dask_worker.CasePool): the same
-    isolated arraybench worker processes as a local run, started once per Dask worker. As
-    locally, each case is measured in `timer.processes` processes: the plan runs in rounds, each
-    in a new shuffled order, and between rounds every Dask worker closes its pool, so the next
-    round's cases run in fresh processes; a case's record follows its last process. A Dask
-    worker that dies loses only the cases it held: the scheduler runs them elsewhere, and
+    isolated arraybench worker processes as a local run, started once per Dask worker; between
+    rounds every Dask worker closes its pool, so the next round's cases run in fresh processes.
+    A Dask worker that dies loses only the cases it held: the scheduler runs them elsewhere, and
     after `distributed.scheduler.allowed-failures` deaths (default 3) the case is recorded as
     crashed. Cases pinned by name to a worker that left are recorded as crashed too.
     """
 
-    def __init__(
-        self,
-        target: ClusterTarget,
-        writer: ResultsWriter,
-        config: RunConfig,
-        on_record: Callable[[CaseRecord], None] = lambda r: None,
-    ) -> None:
+    def __init__(self, target: ClusterTarget, writer: ResultsWriter, config: RunConfig, **rounds: Any) -> None:
         # config's paths are unused: each Dask worker keeps its children's logs on its own machine.
-        self.target, self.writer, self.config, self.on_record = target, writer, config, on_record
-        self.records: list[CaseRecord] = []
+        super().__init__(writer, config, **rounds)
+        self.target = target
         self.machines = set(load_results(writer.path).machine_lines)
-        self.processes = max(1, config.timer.processes)
-        self.round = 0
-        self.done: dict[str, list[CaseRecord]] = defaultdict(list)
-        self.finished: set[str] = set()
+        # While launched: the client, the run's plugin (its CasePool) on every Dask worker, the pins,
+        # and the cases Dask holds.
+        self.client: Any = None
+        self.plugin = ""
+        self.pins = Pins()
+        self.in_flight: dict[Any, Case] = {}
 
-    def run(self, cases: list[Case]) -> list[CaseRecord]:
-        from distributed import as_completed
-
-        from arraybench.execution.dask_worker import CasePool, close_pool
+    @contextlib.contextmanager
+    def launched(self, cases: list[Case]) -> Iterator[list[CaseRecord]]:
+        from arraybench.execution.dask_worker import CasePool
 
         threads = max((c.threads for c in cases), default=1)
         cpus = self.target.cpu_slices(threads)
         with self.target.client() as client:
             workers, pins = self.target.workers(client)
             runnable: list[Case] = []
+            refused: list[CaseRecord] = []
             for case in cases:
                 needs = case_needs(case)
                 if any(w.offers(needs) and pins.allow(w) for w in workers):
                     runnable.append(case)
                 else:
-                    self.record(blank_record(case, "unavailable", self.no_worker_reason(needs)))
+                    refused.append(blank_record(case, "unavailable", self.no_worker_reason(needs)))
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
             # A local cluster runs on this machine, whose peaks the header already holds.
             peaks_threads = None if self.target.local_workers else threads
-            pool = CasePool(self.config, cpus, peaks_threads, runnable)
-            client.register_plugin(pool, name=plugin)
-            in_flight: dict[Any, Case] = {}
+            client.register_plugin(CasePool(self.config, cpus, peaks_threads, runnable), name=plugin)
+            self.client, self.plugin, self.pins, self.in_flight = client, plugin, pins, {}
             try:
-                for k in range(self.processes):
-                    self.round = k
-                    queue = deque(c for c in Runner.order(runnable, self.config.seed, k) if c.id not in self.finished)
-                    self.feed(client, plugin, queue, in_flight, as_completed(), pins)
-                    if k < self.processes - 1:
-                        client.run(close_pool, plugin)  # fresh processes for the next round
+                yield refused
             finally:
-                client.cancel(list(in_flight))
+                client.cancel(list(self.in_flight))
                 with contextlib.suppress(Exception):  # the cluster may already be going away
                     client.unregister_worker_plugin(plugin)
-        return self.records
 
-    def feed(self, client: Any, plugin: str, queue: deque[Case], in_flight: dict[Any, Case],
-             done: Any, pins: Pins) -> None:
-        """Keep at most one case per eligible worker in Dask's hands; record each as it finishes.
+    def measure(self, cases: list[Case], k: int) -> Iterator[CaseRecord]:
+        from distributed import as_completed
+
+        yield from self.feed(deque(cases), as_completed())
+
+    def fresh(self) -> None:
+        from arraybench.execution.dask_worker import close_pool
+
+        self.client.run(close_pool, self.plugin)
+
+    def feed(self, queue: deque[Case], done: Any) -> Iterator[CaseRecord]:
+        """Keep at most one case per eligible worker in Dask's hands; each one's record as it finishes.
 
         Dask assigns every submitted task to a worker at once, and when a worker dies it counts
         the death against every task assigned there. Holding the queue here means a death
@@ -259,20 +255,21 @@ class ClusterRunner:
         """
         from arraybench.execution.dask_worker import run_case
 
+        client, pins, in_flight = self.client, self.pins, self.in_flight
         capacity = self.capacity(dask_workers(client), pins)
         last_check = time.monotonic()
         while queue or in_flight:
             while queue and len(in_flight) < capacity:
                 case = queue.popleft()
                 needs = case_needs(case)
-                fut = client.submit(run_case, plugin, case.to_dict(), key=f"{case.id}@{plugin}",
+                fut = client.submit(run_case, self.plugin, case.to_dict(), key=f"{case.id}@{self.plugin}",
                                     resources=needs, workers=pins.restriction(),
                                     allow_other_workers=False, pure=False)
                 in_flight[fut] = case
                 done.add(fut)
             if done.has_ready():
                 for fut in done.next_batch(block=False):
-                    self.record(*self.outcome(fut, in_flight.pop(fut)))
+                    yield self.outcome(fut, in_flight.pop(fut))
                 continue
             time.sleep(POLL)
             if time.monotonic() - last_check < CHECK_EVERY:
@@ -284,9 +281,9 @@ class ClusterRunner:
                 reason = "the Dask worker it was pinned to with --on left the cluster"
                 for fut, case in list(in_flight.items()):
                     fut.cancel()
-                    self.record(blank_record(case, "crashed", reason))
+                    yield blank_record(case, "crashed", reason)
                 for case in queue:
-                    self.record(blank_record(case, "crashed", reason))
+                    yield blank_record(case, "crashed", reason)
                 in_flight.clear()
                 queue.clear()
 
@@ -295,37 +292,23 @@ class ClusterRunner:
         """Cases Dask may hold at once: one per worker that may run them (at least one, to wait on)."""
         return max(1, sum(1 for w in workers if w.offers({SLOT: 1}) and pins.allow(w)))
 
-    def outcome(self, fut: Any, case: Case) -> tuple[CaseRecord, dict[str, Any] | None]:
+    def outcome(self, fut: Any, case: Case) -> CaseRecord:
+        """The record of a finished task; the first of a machine adds that machine's environment to the file."""
         from distributed import KilledWorker
 
         try:
             record, environment = fut.result()
-            return CaseRecord.from_json(record), environment
         except KilledWorker as e:
-            rec = blank_record(case, "crashed", f"Dask workers died running it {e.allowed_failures + 1} times, "
-                                                f"last {e.last_worker.address}")
-            return rec, None
+            return blank_record(case, "crashed", f"Dask workers died running it {e.allowed_failures + 1} times, "
+                                                 f"last {e.last_worker.address}")
         except Exception as e:  # a task that cannot run there (e.g. no arraybench) is this case's result
-            return blank_record(case, "crashed", f"Dask task failed: {one_line(e)}"), None
-
-    def record(self, rec: CaseRecord, environment: dict[str, Any] | None = None) -> None:
-        """One process's result (of the current round): kept, and the case's record written after
-        its last process, or at once where it failed (as Runner does)."""
-        if self.processes > 1:
-            self.writer.append_replicate(rec, self.round)
-        self.done[rec.id].append(rec)
-        if self.round == self.processes - 1 or rec.status not in ("ok", "wrong"):
-            self.finished.add(rec.id)
-            self.write(merge_processes(self.done[rec.id]), environment)
-
-    def write(self, rec: CaseRecord, environment: dict[str, Any] | None) -> None:
+            return blank_record(case, "crashed", f"Dask task failed: {one_line(e)}")
+        rec = CaseRecord.from_json(record)
         machine = rec.machine  # named by every Dask task (dask_worker.run_case), the one source of an environment
-        if environment is not None and machine is not None and machine not in self.machines:
+        if machine is not None and machine not in self.machines:
             self.machines.add(machine)
             self.writer.add_machine(machine, environment)
-        self.writer.append(rec)
-        self.records.append(rec)
-        self.on_record(rec)
+        return rec
 
     def no_worker_reason(self, needs: dict[str, float]) -> str:
         offer = ",".join(f"{k}={v:g}" for k, v in needs.items())

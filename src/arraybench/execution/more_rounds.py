@@ -85,8 +85,8 @@ def process_records(res: Results) -> dict[str, list[CaseRecord]]:
 
 
 class Runs(Protocol):
-    """What more_rounds drives: parent.Runner, which measures `cases` up to `processes` each, reusing
-    the processes in `partial` (as --resume does)."""
+    """What more_rounds drives: parent.Rounds (a local or a cluster run's), which measures `cases` up to
+    `processes` each, reusing the processes in `partial` (as --resume does)."""
 
     processes: int
     partial: dict[str, list[CaseRecord]]

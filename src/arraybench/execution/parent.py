@@ -1,7 +1,8 @@
 """The parent process of a run's children: starts them, hands each a case, merges and records what comes back.
 
-Runs in the arraybench process of a local run (Runner), and in each Dask worker of a cluster run
-(dask_worker.py holds a WorkerPool there).
+The round loop of every run (Rounds) runs in the arraybench process, local (Runner) or on a
+cluster (cluster.ClusterRunner); the pool of children runs there for a local run, and in each Dask
+worker of a cluster run (dask_worker.py holds a WorkerPool there).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import statistics
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -236,15 +239,18 @@ class Worker:
         self._log.close()
 
 
-class Runner:
-    """Runs each case in `config.timer.processes` worker processes, in shuffled order, recording as it goes.
+class Rounds(ABC):
+    """Runs each case in `config.timer.processes` processes, in shuffled order, recording as it goes:
+    the round loop of every run, local or on a cluster.
 
-    The plan runs in rounds: each round starts fresh workers and shuffles the cases anew, so a
-    case's processes differ in what ran before them and when. Each process's result is written
-    the moment it exists (a replicate line, for --resume); the case's record, with the
-    statistics over its processes, follows its last one. A case that hangs, crashes its
+    The plan runs in rounds: each round measures one process of every case in fresh processes and
+    a new shuffled order, so a case's processes differ in what ran before them and when. Each
+    process's result is written the moment it exists (a replicate line, for --resume and for the
+    further rounds of more_rounds.py, which set `processes` and `partial`); the case's record,
+    with the statistics over its processes, follows its last one. A case that hangs, crashes its
     worker or raises is recorded with its status and reason after that one process (no second
-    timeout); the worker is replaced and the run goes on.
+    timeout), and the run goes on. Where a process runs is the subclass's: Runner starts worker
+    processes on this machine, cluster.ClusterRunner hands each to a Dask worker.
     """
 
     def __init__(
@@ -257,9 +263,7 @@ class Runner:
     ) -> None:
         self.writer, self.config, self.processes = writer, config, max(1, config.timer.processes)
         self.on_record, self.on_replicate = on_record, on_replicate
-        self.partial = partial or {}
-        self.pool = WorkerPool(config)
-        self.machine = socket.gethostname()
+        self.partial = partial or {}  # per case, the processes already measured (--resume, further rounds)
 
     @staticmethod
     def order(cases: Iterable[Case], seed: int, round: int = 0) -> list[Case]:
@@ -269,38 +273,79 @@ class Runner:
         random.Random(seed if round == 0 else f"{seed}/round {round}").shuffle(out)
         return out
 
+    @abstractmethod
+    def launched(self, cases: list[Case]) -> AbstractContextManager[list[CaseRecord]]:
+        """Ready to measure processes of `cases` until the context ends; gives the records of those
+        that can run nowhere here (measured by no process)."""
+
+    @abstractmethod
+    def measure(self, cases: list[Case], k: int) -> Iterator[CaseRecord]:
+        """One process of each of `cases` in round `k`: each one's record as it ends, in any order."""
+
+    @abstractmethod
+    def fresh(self) -> None:
+        """End the round's processes: no allocator or JIT state carries over into the next."""
+
     def run(self, cases: list[Case]) -> list[CaseRecord]:
-        self.pool.expect(cases)
-        done: dict[str, list[CaseRecord]] = defaultdict(list)
-        for cid, recs in self.partial.items():
-            done[cid] = list(recs)
+        done: dict[str, list[CaseRecord]] = defaultdict(list, {cid: list(recs) for cid, recs in self.partial.items()})
         finished: set[str] = set()
         records = []
-        try:
+
+        def record(rec: CaseRecord, k: int) -> None:
+            rec = replace(rec, round=k)
+            if self.processes > 1:  # with one, the case line follows at once
+                self.writer.append_replicate(rec, k)
+            done[rec.id].append(rec)
+            self.on_replicate(rec, k)
+            if k == self.processes - 1 or rec.status not in ("ok", "wrong"):
+                final = merge_processes(done[rec.id])
+                self.writer.append(final)
+                records.append(final)
+                self.on_record(final)
+                finished.add(rec.id)
+
+        with self.launched(cases) as refused:
+            for rec in refused:
+                record(rec, 0)
             for k in range(self.processes):
-                self.pool.round = k
-                for case in self.order(cases, self.config.seed, k):
-                    if case.id in finished or len(done[case.id]) > k:  # failed early, or resumed past k
-                        continue
-                    t0 = time.monotonic()
-                    # What measuring this process cost, worker start-up included where it had one.
-                    rec = replace(self.pool.run_one(case), wall_s=time.monotonic() - t0, machine=self.machine,
-                                  round=k)
-                    if self.processes > 1:  # with one, the case line follows at once
-                        self.writer.append_replicate(rec, k)
-                    done[case.id].append(rec)
-                    self.on_replicate(rec, k)
-                    if k == self.processes - 1 or rec.status not in ("ok", "wrong"):
-                        final = merge_processes(done[case.id])
-                        self.writer.append(final)
-                        records.append(final)
-                        self.on_record(final)
-                        finished.add(case.id)
-                # Fresh processes for the next round: no allocator or JIT state carries over.
-                self.pool.close()
+                # Not a case that failed, nor one measured past round k before (--resume, further rounds).
+                todo = [c for c in self.order(cases, self.config.seed, k)
+                        if c.id not in finished and len(done[c.id]) <= k]
+                if not todo:
+                    continue
+                for rec in self.measure(todo, k):
+                    record(rec, k)
+                if k < self.processes - 1:
+                    self.fresh()
+        return records
+
+
+class Runner(Rounds):
+    """Rounds whose processes are worker processes of this machine, one per backend configuration
+    at a time (WorkerPool), replaced where one dies."""
+
+    def __init__(self, writer: ResultsWriter, config: RunConfig, **rounds: Any) -> None:
+        super().__init__(writer, config, **rounds)
+        self.pool = WorkerPool(config)
+        self.machine = socket.gethostname()
+
+    @contextmanager
+    def launched(self, cases: list[Case]) -> Iterator[list[CaseRecord]]:
+        self.pool.expect(cases)
+        try:
+            yield []
         finally:
             self.pool.close()
-        return records
+
+    def measure(self, cases: list[Case], k: int) -> Iterator[CaseRecord]:
+        self.pool.round = k
+        for case in cases:
+            t0 = time.monotonic()
+            # What measuring this process cost, worker start-up included where it had one.
+            yield replace(self.pool.run_one(case), wall_s=time.monotonic() - t0, machine=self.machine)
+
+    def fresh(self) -> None:
+        self.pool.close()
 
 
 # From the record's registry: a process's own figures whose median over processes the case line

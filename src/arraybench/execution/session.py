@@ -9,12 +9,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from arraybench import __version__
 from arraybench.errors import UsageError
-from arraybench.execution.more_rounds import more_rounds
-from arraybench.execution.parent import Progress, RunConfig, Runner, WorkerEnv
+from arraybench.execution.more_rounds import Runs, more_rounds
+from arraybench.execution.parent import Progress, Rounds, RunConfig, Runner, WorkerEnv
 from arraybench.machine import environment
 from arraybench.measure import peaks
 from arraybench.planning import refine
@@ -26,12 +26,6 @@ from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, wri
 from arraybench.results.record import CaseRecord
 from arraybench.results.run_ids import new_run_id
 from arraybench.store import Recording, Store, StoredRun
-
-
-class CaseRunner(Protocol):
-    """What execute drives: parent.Runner, or cluster.ClusterRunner on Dask workers."""
-
-    def run(self, cases: list[Case]) -> list[CaseRecord]: ...
 
 
 def cache_dir(out_dir: Path) -> Path:
@@ -113,7 +107,7 @@ def execute(
     resume: bool = False,
     on_start: Callable[[int], Callable[[CaseRecord], None]] = lambda n: (lambda r: None),
     store: str | os.PathLike[str] | None = None,
-    make_runner: Callable[..., CaseRunner] = Runner,
+    make_runner: Callable[..., Rounds] = Runner,
     run_id: str | None = None,
     on_stored: Callable[[StoredRun], None] = lambda stored: None,
 ) -> Results:
@@ -123,8 +117,9 @@ def execute(
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
     already on disk. With `store`, each record is also added to that results store as it lands,
     and `on_stored` hears how much of the run the store holds at the end (or the interruption).
-    `make_runner(writer, config, on_record=...)` is Runner, or cluster.ClusterRunner with its target
-    bound, which runs the cases on Dask workers.
+    `make_runner(writer, config, on_record=..., on_replicate=..., partial=...)` is Runner, or
+    cluster.ClusterRunner with its target bound, which runs the cases on Dask workers: the same
+    rounds (parent.Rounds), resumed, refined and extended (more_rounds.py) alike.
     `run_id` names a new run (the CLI names its output directory after it).
     After the plan, up to `settings.refine` rounds measure more sizes where the fastest
     backend·mode changes between planned sizes (refine.py), until each such crossover is bracketed.
@@ -145,19 +140,17 @@ def execute(
     progress = on_start(len(todo))
     recording = None if store is None else Recording(store, writer.path, progress)
     on_record = progress if recording is None else recording
+    partial = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
     extra: dict[str, Any] = {}
-    if make_runner is Runner:  # the local runner measures each case in several processes
-        extra["partial"] = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
-        if isinstance(progress, Progress):
-            progress.processes = settings.timer.processes
-            progress.resumed(extra["partial"])
-            extra["on_replicate"] = progress.replicate
-    runner = make_runner(writer, run_config(settings, out_dir, envs), on_record=on_record, **extra)
+    if isinstance(progress, Progress):  # it counts each case's processes
+        progress.processes = settings.timer.processes
+        progress.resumed(partial)
+        extra["on_replicate"] = progress.replicate
+    runner = make_runner(writer, run_config(settings, out_dir, envs), on_record=on_record, partial=partial, **extra)
     try:
         runner.run(todo)
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
-        if isinstance(runner, Runner):  # further rounds need the local runner's processes, round by round
-            measure_open_questions(runner, plan, writer, progress, settings)
+        measure_open_questions(runner, plan, writer, progress, settings)
     finally:
         writer.close()
         if recording is not None:
@@ -172,7 +165,7 @@ def execute(
 ENV_BUDGET_SHARE = 0.5
 
 
-def measure_open_questions(runner: Runner, plan: list[Case], writer: ResultsWriter, progress: Any,
+def measure_open_questions(runner: Runs, plan: list[Case], writer: ResultsWriter, progress: Any,
                            settings: RunSettings) -> dict[str, str]:
     """More rounds for the plan's cases left undecided (more_rounds.py), within the run's budget."""
     budget = settings.budget
@@ -187,7 +180,7 @@ def measure_open_questions(runner: Runner, plan: list[Case], writer: ResultsWrit
     return more_rounds(runner, plan, writer.path, writer, budget, on_round=grow)
 
 
-def refine_crossovers(runner: CaseRunner, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:
+def refine_crossovers(runner: Runs, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:
     """Measure the sizes refine.proposals asks for, round after round, until none or `rounds` are done.
 
     The cases refinement added, in this run or before a --resume, are read back from the file with
