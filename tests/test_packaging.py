@@ -66,3 +66,14 @@ def test_the_api_refuses_other_systems_too(monkeypatch):
     monkeypatch.setattr(sys, "platform", "win32")
     with pytest.raises(arraybench.UsageError, match="Linux only"):
         arraybench.run("linreg")
+
+
+def test_the_process_that_starts_a_run_imports_no_code_of_the_workers():
+    # The parent side (execution/session, parent, cluster, more_rounds, via the CLI) builds no case
+    # itself: the executor and the child's entry point belong to the worker process alone.
+    code = ("import sys, arraybench.cli.run, arraybench.execution.more_rounds\n"
+            "print(sorted(m for m in ('arraybench.measure.case_executor', 'arraybench.execution.child')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    assert out.stdout.strip() == "[]"
