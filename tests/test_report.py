@@ -258,5 +258,5 @@ def test_two_dtypes_get_their_own_bars_and_heatmap_rows(tmp_path):
 def test_a_wrong_case_whose_output_was_not_finite_is_shown_not_crashed_on():
     from arraybench.report.table import cell
 
-    assert cell({"status": "wrong", "rel_err": None}, None) == "WRONG (rel err not finite)"
-    assert cell({"status": "wrong", "rel_err": 0.25}, None) == "WRONG (rel err 2.5e-01)"
+    assert cell(CaseRecord(status="wrong", rel_err=None), None) == "WRONG (rel err not finite)"
+    assert cell(CaseRecord(status="wrong", rel_err=0.25), None) == "WRONG (rel err 2.5e-01)"
