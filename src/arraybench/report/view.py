@@ -23,7 +23,8 @@ class CaseView(CaseRecord):
     """
 
     # Always set on a view: the machine its report keys it by (ReportData.from_results).
-    machine: str = described("", "the host name of the machine the case ran on", default="")
+    machine: str = described("", "the machine the case ran on: its host name, or its fingerprint where two "
+                                 "machines of the report share a host name", default="")
     speedup: float | None = described("ratio", "NumPy eager's median over this one's, at the same workload, "
                                                "params, dtype and machine")
     q25_s: float | None = described("s", "the pooled samples' 25th percentile (never above `median_s`)")
@@ -42,6 +43,11 @@ class CaseView(CaseRecord):
     bound: str | None = described("", "what limits the case, in one word: dispatch, memory, compute, page-faults "
                                       "or transfer (docs/report.md says how each is decided)")
     harness_s: float | None = described("s", "the harness's own per-call cost, shown beside sub-µs CPU cases")
+
+    @classmethod
+    def of(cls, r: CaseRecord, **figures: Any) -> CaseView:
+        """`r` with the figures derived for it (the rest None)."""
+        return cls(**{f.name: getattr(r, f.name) for f in FIELDS}, **figures)
 
     @property
     def record(self) -> CaseRecord:
