@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from arraybench.machine.environment import fingerprint
 from arraybench.planning.case import label as case_label
 from arraybench.planning.devices import kind_of
 from arraybench.report import bound, environments
 from arraybench.report.table import Points, points_by_workload, speedups
 from arraybench.report.view import CaseView
-from arraybench.results import Results, merge
-from arraybench.results.record import FAILED, FIELDS, CaseRecord
+from arraybench.results import Results
+from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.stats.measurement import Measurement
 from arraybench.units import format_seconds
@@ -29,8 +31,8 @@ SUB_MICROSECOND_S = 1e-6
 class ReportData:
     """Records of one or more results files, keyed by (machine, case id), plus each machine's header."""
 
-    records: list[CaseView]
-    headers: dict[str, dict[str, Any]]  # machine -> results header (settings, environment)
+    records: list[CaseView]  # each one's `machine` is its machine's name here (machine_names)
+    headers: dict[str, dict[str, Any]]  # machine name -> results header (settings, environment)
     # One line per results file that holds fewer cases than its run planned (partial_line).
     partial: tuple[str, ...] = ()
     # A sentence per environment of a run of several (`--env`), against its first (environments.py).
@@ -38,11 +40,21 @@ class ReportData:
 
     @classmethod
     def from_results(cls, results: Sequence[Results]) -> ReportData:
-        latest = {(r.machine, r.id): r for r in merge(results)}
-        headers = {res.environment.get("hostname", "?"): {**res.header, "analysis": analysis(res)} for res in results}
+        # Machines are told apart by Results.machine_key (as the site and the store do), and named
+        # by their host where no other machine here shares it.
+        hosts: dict[str, str] = {}
+        for res in results:
+            hosts[res.machine_key()] = res.host()
+            hosts.update({fingerprint(env): host for host, env in res.machine_lines.items()})
+            for r in res.records:
+                hosts.setdefault(res.machine_key(r), res.host(r))
+        name = machine_names(hosts)
+        latest = {(r.machine, r.id): r for res in results
+                  for r in (dataclasses.replace(r, machine=name[res.machine_key(r)]) for r in res.records)}
+        headers = {name[res.machine_key()]: {**res.header, "analysis": analysis(res)} for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
-            for machine, env in res.machine_lines.items():
-                headers.setdefault(machine, {**res.header, "environment": env})
+            for env in res.machine_lines.values():
+                headers.setdefault(name[fingerprint(env)], {**res.header, "environment": env})
         label = cls([], headers).label_in(list(latest.values()))
         partial = tuple(line for res in results if (line := partial_line(res)))
         return cls(records=_derive(list(latest.values()), headers, label), headers=headers, partial=partial,
@@ -100,6 +112,13 @@ class ReportData:
 
     def peaks(self, machine: str) -> dict[str, Any]:
         return self.headers.get(machine, {}).get("environment", {}).get("peaks", {})
+
+
+def machine_names(hosts: dict[str, str]) -> dict[str, str]:
+    """Machine key -> the name the report gives it: its host name, or its key where another
+    machine here has the same host name."""
+    taken = Counter(hosts.values())
+    return {key: host if taken[host] == 1 else key for key, host in hosts.items()}
 
 
 def partial_line(res: Results) -> str:
@@ -178,7 +197,7 @@ def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict
     harness = peaks.get("harness_call_s")
     shown = ok and harness and kind_of(r.device) == "cpu" and median < SUB_MICROSECOND_S
     d["harness_s"] = harness if shown else None
-    return CaseView(**{f.name: getattr(r, f.name) for f in FIELDS}, **d)
+    return CaseView.of(r, **d)
 
 
 def status_word(r: CaseRecord) -> str:
@@ -246,8 +265,6 @@ def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
 
 def environment_rows(header: dict[str, Any], records: Sequence[CaseRecord]) -> list[tuple[str, str]]:
     """The machine, software and settings of one results file, as (name, text) rows."""
-    from arraybench.machine.environment import fingerprint
-
     env, s = header.get("environment", {}), header.get("settings", {})
     gib = (env.get("memory_bytes") or 0) / 2**30
     rows = [
