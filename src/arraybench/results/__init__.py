@@ -114,10 +114,13 @@ class Results:
     def machine_key(self, r: CaseRecord | None = None) -> str:
         """The machine `r` ran on (None: the run's own), as the report, the site and the store tell
         machines apart: its environment's fingerprint (host, CPU and cores, GPUs), so two hosts both
-        called `vm` with other hardware are two machines."""
+        called `vm` with other hardware are two machines. A host the run recorded no environment
+        of is known by its name alone."""
         from arraybench.machine.environment import fingerprint
 
-        return fingerprint(self.machines.get(self.host(r), self.environment))
+        host = self.host(r)
+        env = self.machines.get(host) or (self.environment if host == self.host() else {"hostname": host})
+        return fingerprint(env)
 
     def latest(self) -> dict[str, CaseRecord]:
         """The last record of each case id (a resumed run may have retried a case)."""
