@@ -20,6 +20,7 @@ from arraybench.cli.run import settings_from_args
 from arraybench.execution import cluster, session
 from arraybench.report.table import render_text
 from arraybench.results import load_results
+from arraybench.results.record import CaseRecord
 
 # Each LocalCluster's scheduler tries port 8787 for its HTTP routes; only the first gets it.
 pytestmark = pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
@@ -213,8 +214,10 @@ def test_report_puts_machines_side_by_side_with_speedups_per_machine():
                 "backend": backend, "mode": mode, "status": "ok", "median_s": median, "iqr_s": 0.0,
                 "first_call_s": None, "machine": machine, "error": ""}
 
-    text = render_text([rec("cpu-node", "numpy", "eager", 4e-3), rec("cpu-node", "jax", "jit", 1e-3),
-                        rec("gpu-node", "numpy", "eager", 2e-3), rec("gpu-node", "jax", "jit", 1e-4)])
+    text = render_text([CaseRecord.from_json(rec("cpu-node", "numpy", "eager", 4e-3)),
+                        CaseRecord.from_json(rec("cpu-node", "jax", "jit", 1e-3)),
+                        CaseRecord.from_json(rec("gpu-node", "numpy", "eager", 2e-3)),
+                        CaseRecord.from_json(rec("gpu-node", "jax", "jit", 1e-4))])
     rows = {line.split("  ")[0]: line for line in text.splitlines()}
     assert "4.00×" in rows["jax·jit @cpu-node"] and "20.00×" in rows["jax·jit @gpu-node"]
     assert "1.00×" in rows["numpy·eager @gpu-node"]

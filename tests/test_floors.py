@@ -98,18 +98,17 @@ def test_the_report_uses_the_measured_empty_call_before_the_cheapest_call():
 
     def rec(backend, mode, median, empty=None):
         info = {"empty_call_s": {mode: empty}} if empty else {}
-        return {"machine": "m", "backend": backend, "mode": mode, "status": "ok", "median_s": median,
-                "backend_info": info}
+        return CaseRecord(machine="m", backend=backend, mode=mode, status="ok", median_s=median, backend_info=info)
 
     records = [rec("jax", "jit", 9e-6, empty=4e-6), rec("jax", "jit", 2e-5), rec("torch", "eager", 3e-6)]
-    floors_ = bound.dispatch_floors(records, lambda r: f"{r['backend']}·{r['mode']}")
+    floors_ = bound.dispatch_floors(records, lambda r: f"{r.backend}·{r.mode}")
     assert floors_ == {("m", "jax·jit"): 4e-6, ("m", "torch·eager"): 3e-6}  # measured; else the proxy
 
 
 def test_the_report_lists_each_backend_modes_empty_call_cheapest_first():
     from arraybench.report.model import environment_rows
 
-    records = [{"backend": "jax", "backend_info": {"empty_call_s": {"eager": 8.8e-6, "jit": 9.5e-6}}},
-               {"backend": "numpy", "backend_info": {"empty_call_s": {"eager": 3.5e-7}}}]
+    records = [CaseRecord(backend="jax", backend_info={"empty_call_s": {"eager": 8.8e-6, "jit": 9.5e-6}}),
+               CaseRecord(backend="numpy", backend_info={"empty_call_s": {"eager": 3.5e-7}})]
     rows = dict(environment_rows({}, records))
     assert rows["empty call (x + x, one element)"] == "numpy·eager 350 ns, jax·eager 8.8 µs, jax·jit 9.5 µs"

@@ -15,7 +15,8 @@ from arraybench.cli import main
 from arraybench.output import exports
 from arraybench.report import write_all
 from arraybench.report.files import csv_columns
-from arraybench.report.model import FIGURES, ReportData
+from arraybench.report.model import ReportData
+from arraybench.report.view import FIGURES
 from arraybench.results import SCHEMA, ResultsWriter
 from arraybench.results.record import CaseRecord
 from arraybench.site import across, load_store

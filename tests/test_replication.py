@@ -14,6 +14,7 @@ from arraybench.execution.parent import Progress, RunConfig, Runner, merge_proce
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.case import Case
 from arraybench.report.table import cell
+from arraybench.report.view import CaseView
 from arraybench.results import ResultsWriter, load_results, measured
 from arraybench.results.record import CaseRecord
 from arraybench.stats.measurement import Measurement, Replicated, fault_dominated, median_variance_factor
@@ -222,10 +223,10 @@ def test_page_fault_dominated_cases_are_marked():
     assert fault_dominated(15_671, 41.8e-3) and not fault_dominated(88, 11.2e-3)
     from arraybench.report import bound
 
-    rec = {**proc_record(41.8e-3), "minor_faults_per_call": 15_671.0, "iqr_s": 0.0}
-    rec["bound"] = bound.classify(rec, None, {})
-    assert rec["bound"] == "page-faults" and "page-faults" in cell(rec, None)
-    calm = {**rec, "minor_faults_per_call": 88.0}
+    rec = proc_record(41.8e-3, minor_faults_per_call=15_671.0, iqr_s=0.0)
+    view = CaseView.of(rec, bound=bound.classify(rec, None, {}))
+    assert view.bound == "page-faults" and "page-faults" in cell(view, None)
+    calm = replace(rec, minor_faults_per_call=88.0)
     assert bound.classify(calm, None, {}) != "page-faults"
 
 

@@ -181,6 +181,22 @@ def test_several_machines_are_kept_apart(tmp_path):
     assert "<h3>alpha</h3>" in page and "<h3>beta</h3>" in page
 
 
+def test_two_hosts_of_one_name_with_other_cpus_are_two_machines():
+    """Two VMs both called `vm`: the report tells them apart as the store and the site do, by the
+    environment's fingerprint, and names each by it; one host's two runs stay one machine."""
+    from arraybench.machine.environment import fingerprint
+
+    small, large = results_of(sweep_records(), hostname="vm"), results_of(sweep_records(), hostname="vm")
+    large.environment["cpu_model"] = "Big CPU"
+    data = ReportData.from_results([small, large])
+    assert data.machines == sorted([fingerprint(small.environment), fingerprint(large.environment)])
+    assert len(data.records) == 2 * len(sweep_records())
+    assert "numpy·eager @vm · Big CPU ×2 · no GPU" in data.labels()
+    assert set(data.headers) == set(data.machines)
+    again = ReportData.from_results([small, results_of(sweep_records()[:3], hostname="vm")])
+    assert again.machines == ["vm"] and len(again.records) == len(sweep_records())
+
+
 def test_peaks_are_measured_in_a_subprocess_or_stated(monkeypatch):
     from arraybench.measure import peaks
 
@@ -258,5 +274,5 @@ def test_two_dtypes_get_their_own_bars_and_heatmap_rows(tmp_path):
 def test_a_wrong_case_whose_output_was_not_finite_is_shown_not_crashed_on():
     from arraybench.report.table import cell
 
-    assert cell({"status": "wrong", "rel_err": None}, None) == "WRONG (rel err not finite)"
-    assert cell({"status": "wrong", "rel_err": 0.25}, None) == "WRONG (rel err 2.5e-01)"
+    assert cell(CaseRecord(status="wrong", rel_err=None), None) == "WRONG (rel err not finite)"
+    assert cell(CaseRecord(status="wrong", rel_err=0.25), None) == "WRONG (rel err 2.5e-01)"

@@ -96,8 +96,10 @@ def test_the_tables_after_a_run_are_coloured_on_a_terminal(no_tty_env):
     from test_report import record
 
     from arraybench.report.table import render_text
+    from arraybench.results.record import CaseRecord
 
-    recs = [record("sort", 8, "numpy", "eager", 1e-3), record("sort", 8, "jax", "jit", 2e-3, status="wrong")]
+    recs = [CaseRecord.from_json(record("sort", 8, "numpy", "eager", 1e-3)),
+            CaseRecord.from_json(record("sort", 8, "jax", "jit", 2e-3, status="wrong"))]
     plain = render_text(recs, terminal.table_renderer(io.StringIO()))
     assert plain == render_text(recs) and "\x1b[" not in plain
     no_tty_env.setenv("TTY_COMPATIBLE", "1")

@@ -210,6 +210,7 @@ def _without(obj: Any, path: list[str]) -> Any:
 
 
 def fingerprint(env: dict[str, Any]) -> str:
-    """A short name for the hardware, to tell machines apart in history and reports."""
+    """A short name for the hardware: the key that tells machines apart in history, the store, the
+    site and reports (Results.machine_key gives a record's)."""
     gpu = "+".join(g["name"] for g in env.get("gpus", [])) or "no GPU"
     return f"{env.get('hostname')} · {env.get('cpu_model')} ×{env.get('cpu_logical')} · {gpu}"

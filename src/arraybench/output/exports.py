@@ -4,7 +4,7 @@ Only correct cases are exported: a wrong or failed case has no time worth tracki
 dashboard that plotted it would rank it. Each benchmark is named by its case id without the
 digest (`linreg[d=2,iters=20,n=200]/jax-jit/float64/cpu/t1`), the same in every run, so a
 dashboard follows one case across commits. Each carries the figures the report derives for it
-(report.model.FIGURES: bound, speedup, GFLOP/s, GB/s, intensity, % of peak): pytest-benchmark in
+(report.view.FIGURES: bound, speedup, GFLOP/s, GB/s, intensity, % of peak): pytest-benchmark in
 `extra_info`, BMF as measures of their own (all but `bound`, a word where BMF takes numbers).
 """
 
@@ -37,7 +37,7 @@ def correct_records(res: Results) -> list[CaseRecord]:
 
 def records_with_figures(res: Results) -> list[dict[str, Any]]:
     """The run's latest records as JSON objects, each with the figures the report derives for it
-    (report.model.FIGURES) beside its own fields: what `show --format json` prints."""
+    (report.view.FIGURES) beside its own fields: what `show --format json` prints."""
     views = run_views(res)
     return [{**r.to_json(), **views[r.id].figures()} for r in res.latest().values()]
 

@@ -36,7 +36,7 @@ def summary_text(data: ReportData, found: list[crossovers.Crossover], said: Sequ
     not measured at all ("No GPU was measured …") follows it."""
     blocks = []
     for machine in data.machines:
-        recs = [r for r in data.records if r["machine"] == machine]
+        recs = [r for r in data.records if r.machine == machine]
         heading = f"machine {machine}\n\n" if len(data.machines) > 1 else ""
         blocks.append(heading + table.render_text(recs, draw))
     glance = "The answer at a glance (in words: report.md)\n" + (draw or table.text_table)(
@@ -67,7 +67,7 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: lis
     first = [p for p in svgs if p.stem == "speedup-heatmap" or p.stem.startswith("roofline")]
     md += [*[f"![{p.stem}](plots/{p.name})" for p in first], ""]
     for machine in data.machines:
-        recs = [r for r in data.records if r["machine"] == machine]
+        recs = [r for r in data.records if r.machine == machine]
         md += [f"## {machine}", "", table.render_markdown(recs), ""]
     md += ["## Crossovers", "", crossovers.render_text(data, found), ""]
     md += ["## Correctness: each case's error against its tolerance", ""]
@@ -82,14 +82,14 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: lis
     md += ["", "## Environment and settings", ""]
     for machine in data.machines:
         if machine in data.headers:
-            rows = environment_rows(data.headers[machine], [r for r in data.records if r["machine"] == machine])
+            rows = environment_rows(data.headers[machine], [r for r in data.records if r.machine == machine])
             md += [f"### {machine}", "", *[f"- **{k}**: {v}" for k, v in rows], ""]
     return "\n".join(md)
 
 
 def rate_notes(data: ReportData) -> list[str]:
     """Per workload (and device) whose GFLOP/s or GB/s is left empty: why."""
-    notes = {(r["workload"], r.get("device", "cpu"), r["no_rate"]) for r in data.records if r.get("no_rate")}
+    notes = {(r.workload, r.device, r.no_rate) for r in data.records if r.no_rate}
     return [f"{wl} ({device}): no rate shown, {why}" for wl, device, why in sorted(notes)]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from arraybench.report import bound, devices
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData
 from arraybench.report.table import listed, size_text
+from arraybench.report.view import CaseView, timed
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
@@ -49,17 +50,17 @@ class Answer:
 def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     """Every problem with a correct case, in the report's order: a series over the size is answered
     size by size; cases that differ in another parameter are another problem, answered apart."""
-    groups: dict[tuple[str, str, str, tuple], list[Mapping[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, tuple], list[CaseView]] = defaultdict(list)
     for r in data.records:
-        groups[(r["workload"], r["dtype"], r["machine"], data.points(r["workload"]).fixed(r))].append(r)
+        groups[(r.workload, r.dtype, r.machine, data.points(r.workload).fixed(r))].append(r)
     scaling = devices.series(data)
     out = []
-    def first(kv: tuple[tuple, list[Mapping[str, Any]]]) -> tuple:  # problems by their smallest point
+    def first(kv: tuple[tuple, list[CaseView]]) -> tuple:  # problems by their smallest point
         return (*kv[0][:3], min(data.points(kv[0][0]).order(r) for r in kv[1]))
 
     for (wl, dtype, machine, fixed), every in sorted(groups.items(), key=first):
-        recs = [r for r in every if r["status"] != "unavailable"]
-        ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
+        recs = [r for r in every if r.status != "unavailable"]
+        ok = [r for r in recs if r.status == "ok" and r.median_s]
         unmeasured = _unmeasured(every, _asked(data, machine))
         if not ok:
             if unmeasured:
@@ -69,8 +70,8 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         name = data.size_param(wl)
         verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
         # A multi-device workload's answer also says where adding a device stops paying.
-        spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record["dtype"] == dtype
-                                   and s.points[0].record["machine"] == machine and s.fixed == fixed])
+        spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record.dtype == dtype
+                                   and s.points[0].record.machine == machine and s.fixed == fixed])
         out.append(Answer(wl, dtype, machine, verdict,
                           " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t),
                           data.problem(every[0]), unmeasured, fixed))
@@ -83,23 +84,23 @@ def _asked(data: ReportData, machine: str) -> set[str] | None:
     return {kind_of(d) for d in devices} if devices else None
 
 
-def _unmeasured(recs: Sequence[Mapping[str, Any]], asked: set[str] | None = None) -> str:
+def _unmeasured(recs: Sequence[CaseView], asked: set[str] | None = None) -> str:
     """'No GPU was measured: every gpu case was unavailable (jax sees no gpu here: cpu ×1).', per kind of
     device other than the CPU that the run asked for (`asked`; None: every kind) and whose every case
     was unavailable: no figure stands for it; '' where none. CuPy's cases sit on its GPU in a run that
     asked for the CPU only; a machine without CuPy does not make that run's answer about a GPU."""
-    by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    by_kind: dict[str, list[CaseView]] = defaultdict(list)
     for r in recs:
-        by_kind[kind_of(r.get("device") or "cpu")].append(r)
+        by_kind[kind_of(r.device or "cpu")].append(r)
     out = []
     for kind, rs in sorted(by_kind.items()):
-        if kind != "cpu" and (asked is None or kind in asked) and all(r["status"] == "unavailable" for r in rs):
-            why = "; ".join(sorted({r.get("error") or "unavailable" for r in rs}))
+        if kind != "cpu" and (asked is None or kind in asked) and all(r.status == "unavailable" for r in rs):
+            why = "; ".join(sorted({r.error or "unavailable" for r in rs}))
             out.append(f"No {kind.upper()} was measured: every {kind} case was unavailable ({why}).")
     return " ".join(out)
 
 
-def _complete_sizes(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> set[Any]:
+def _complete_sizes(data: ReportData, recs: Sequence[CaseView]) -> set[Any]:
     """Sizes at which the sweep's backend·modes were measured, not only two rivals: bisection adds
     sizes for the two backend·modes of one crossover (or a few, where crossovers share a size), and
     the fastest of two is not the fastest of all. A size counts when at least half as many
@@ -108,46 +109,46 @@ def _complete_sizes(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> set[
     size, never sizes per backend·mode."""
     at: dict[Any, set[str]] = defaultdict(set)
     for r in recs:
-        at[r.get("size")].add(data.label(r))
+        at[r.size].add(data.label(r))
     most = max((len(labs) for labs in at.values()), default=0)
     need = max(min(3, most), -(-most // 2))
     return {s for s, labs in at.items() if len(labs) >= need}
 
 
-def _at(recs: Sequence[Mapping[str, Any]], size: Any) -> Sequence[Mapping[str, Any]]:
-    return sorted((r for r in recs if r.get("size") == size), key=lambda r: r["median_s"])
+def _at(recs: Sequence[CaseView], size: Any) -> Sequence[CaseView]:
+    return sorted((r for r in recs if r.size == size), key=timed)
 
 
-def _sizes(recs: Sequence[Mapping[str, Any]]) -> list[Any]:
-    numeric = sorted({r["size"] for r in recs if isinstance(r.get("size"), int | float)})
-    return numeric or sorted({str(r.get("size")) for r in recs})
+def _sizes(recs: Sequence[CaseView]) -> list[Any]:
+    numeric = sorted({r.size for r in recs if isinstance(r.size, int | float)})
+    return numeric or sorted({str(r.size) for r in recs})
 
 
-def _lead(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> str:
+def _lead(data: ReportData, ranked: Sequence[CaseView]) -> str:
     """'1.9× ahead of torch·eager' (and of numpy·eager where that is not the runner-up)."""
     if len(ranked) < 2:
         return "the only correct backend·mode"
     best, second = ranked[0], ranked[1]
     text = _ahead(data, best, second)
-    numpy = next((r for r in ranked[2:] if r["backend"] == "numpy" and r["mode"] == "eager"), None)
+    numpy = next((r for r in ranked[2:] if r.backend == "numpy" and r.mode == "eager"), None)
     if numpy is not None:
         text += f" and {_ahead(data, best, numpy)}"
     return text
 
 
-def _ahead(data: ReportData, best: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+def _ahead(data: ReportData, best: CaseView, other: CaseView) -> str:
     """'1.9× ahead of torch·eager'; a tie where the two are not apart beyond noise (their intervals
     overlap: the test crossovers and refinement use) or the lead rounds to 0 %."""
     if tie := _tie(best, other):
         return f"tied with {data.label(other)} {tie}"
-    return f"{_ratio(other['median_s'] / best['median_s'])} ahead of {data.label(other)}"
+    return f"{_ratio(timed(other) / timed(best))} ahead of {data.label(other)}"
 
 
-def _tie(best: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+def _tie(best: CaseView, other: CaseView) -> str:
     """'within noise' or 'within 0.5 %' where `best` is not ahead of `other` beyond either; else ''."""
     if bracket.order(best, other) != -1:
         return "within noise"
-    if other["median_s"] / best["median_s"] < TIED_BELOW:
+    if timed(other) / timed(best) < TIED_BELOW:
         return f"within {100 * (TIED_BELOW - 1):g} %"
     return ""
 
@@ -157,16 +158,16 @@ class Lead:
     """The fastest correct case at one size of a sweep, and its margin over the runner-up."""
 
     size: Any
-    best: Mapping[str, Any]
+    best: CaseView
     margin: str  # '1.9× ahead of torch·eager', 'tied with jax·jit within noise', 'the only correct backend·mode'
     tied: bool
 
 
-def leads(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> list[Lead]:
+def leads(data: ReportData, recs: Sequence[CaseView]) -> list[Lead]:
     """At each size the verdict ranks (where the sweep's backend·modes were measured, not only a
     crossover's two), the fastest correct case among `recs`: one workload, dtype and machine."""
-    ok = [r for r in recs if r["status"] == "ok" and r.get("median_s")]
-    complete = _complete_sizes(data, [r for r in recs if r["status"] != "unavailable"])
+    ok = [r for r in recs if r.status == "ok" and r.median_s]
+    complete = _complete_sizes(data, [r for r in recs if r.status != "unavailable"])
     out = []
     for s in [s for s in _sizes(ok) if s in complete] or _sizes(ok):
         ranked = _at(ok, s)
@@ -184,7 +185,7 @@ def _ratio(x: float) -> str:
     return f"{x:.2g}×" if x < 100 else f"{x:,.0f}×"
 
 
-def _leader(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> str | None:
+def _leader(data: ReportData, ranked: Sequence[CaseView]) -> str | None:
     """The fastest backend·mode at one size where it is ahead of the runner-up beyond noise; None
     where no one is."""
     if len(ranked) > 1 and bracket.order(ranked[0], ranked[1]) != -1:
@@ -192,12 +193,12 @@ def _leader(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> str | None
     return data.label(ranked[0])
 
 
-def _tied(data: ReportData, ranked: Sequence[Mapping[str, Any]]) -> list[str]:
+def _tied(data: ReportData, ranked: Sequence[CaseView]) -> list[str]:
     """The fastest by the medians at one size and every backend·mode within noise of it."""
     return [data.label(r) for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
 
 
-def _verdict(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]], complete: set[Any],
+def _verdict(data: ReportData, name: str, recs: Sequence[CaseView], complete: set[Any],
              found: list[Crossover]) -> str:
     """Who is fastest where, by how much, and where that changes; where no one is ahead beyond noise,
     which backend·modes are within noise of each other there, never a side."""
@@ -244,12 +245,12 @@ def _verdict(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]], com
     return " ".join([text, *_costs(data, name, recs, sizes[0])])
 
 
-def _tied_in(data: ReportData, recs: Sequence[Mapping[str, Any]], sizes: Sequence[Any]) -> list[str]:
+def _tied_in(data: ReportData, recs: Sequence[CaseView], sizes: Sequence[Any]) -> list[str]:
     """Every backend·mode within noise of the fastest at any of `sizes`, in order of appearance."""
     return list(dict.fromkeys(lab for s in sizes for lab in _tied(data, _at(recs, s))))
 
 
-def _fold(data: ReportData, recs: Sequence[Mapping[str, Any]], runs: list[tuple[str | None, list[Any]]],
+def _fold(data: ReportData, recs: Sequence[CaseView], runs: list[tuple[str | None, list[Any]]],
           found: list[Crossover]) -> list[tuple[str | None, list[Any]]]:
     """Sizes where only the two leaders either side are within noise of each other, inside a crossover
     between them that is decided at its ends: that crossover says so ('within noise of each other at
@@ -287,18 +288,18 @@ def _change(name: str, a: str, b: str, s0: float, s1: float, found: list[Crossov
     return f"below {name} ≈ {size_text(c.size, True)}; above"
 
 
-def _costs(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]], smallest: Any) -> list[str]:
+def _costs(data: ReportData, name: str, recs: Sequence[CaseView], smallest: Any) -> list[str]:
     """'jax·jit ~7 µs': backend·modes whose smallest case is dispatch-bound and costly per call.
 
     A GPU case's cost per call is one synced call alone (`latency_s`) where it was measured: what a
     caller that needs each result pays, launch included; its pipelined median hides the launch."""
     ranked = _at(recs, smallest)
 
-    def cost(r: Mapping[str, Any]) -> float:
-        return r.get("latency_s") or r["median_s"]
+    def cost(r: CaseView) -> float:
+        return r.latency_s or timed(r)
 
     cheapest = min(ranked, key=cost)
-    costly = [r for r in ranked if r.get("bound") == bound.DISPATCH and cost(r) >= COSTLY_CALL * cost(cheapest)]
+    costly = [r for r in ranked if r.bound == bound.DISPATCH and cost(r) >= COSTLY_CALL * cost(cheapest)]
     costly = sorted(costly, key=lambda r: -cost(r))[:MAX_NAMED_COSTS]
     if not costly:
         return []
@@ -308,7 +309,7 @@ def _costs(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]], small
             f"{data.label(cheapest)}."]
 
 
-def _why(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]]) -> str:
+def _why(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
     """One line: what bounds the fastest case at the smallest and at the largest size (the words
     are explained once, beside the tables)."""
     sizes = _sizes(recs)
@@ -317,17 +318,17 @@ def _why(data: ReportData, name: str, recs: Sequence[Mapping[str, Any]]) -> str:
     for s in shown:
         ranked = _at(recs, s)
         fastest = ranked[0]
-        word = fastest.get("bound")
+        word = fastest.bound
         # Where several are within noise of the fastest, its bound is the answer's only if theirs agree.
-        if not word or any(r.get("bound") != word for r in ranked[1:] if bracket.order(fastest, r) != -1):
+        if not word or any(r.bound != word for r in ranked[1:] if bracket.order(fastest, r) != -1):
             continue
-        flop_roof, bw_roof = bound.roofs(data.peaks(fastest["machine"]), fastest.get("device", "cpu"),
-                                         fastest["dtype"])
+        flop_roof, bw_roof = bound.roofs(data.peaks(fastest.machine), fastest.device,
+                                         fastest.dtype)
         detail = ""
-        if word in (bound.MEMORY, bound.COMPUTE) and fastest.get("intensity") and flop_roof and bw_roof:
-            detail = f" ({_figure(fastest['intensity'])} FLOP/byte, ridge {_figure(flop_roof / bw_roof)})"
-        elif word == bound.COMPUTE and fastest.get("gbs") and bw_roof:
-            detail = f" (streams {_figure(fastest['gbs'])} of {_figure(bw_roof)} GB/s: the work, not memory)"
+        if word in (bound.MEMORY, bound.COMPUTE) and fastest.intensity and flop_roof and bw_roof:
+            detail = f" ({_figure(fastest.intensity)} FLOP/byte, ridge {_figure(flop_roof / bw_roof)})"
+        elif word == bound.COMPUTE and fastest.gbs and bw_roof:
+            detail = f" (streams {_figure(fastest.gbs)} of {_figure(bw_roof)} GB/s: the work, not memory)"
         said.append((s, word, detail))
     if not said:
         return ""

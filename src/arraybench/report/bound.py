@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from arraybench.planning.devices import kind_of
+from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket
 from arraybench.stats.measurement import fault_dominated
 
@@ -53,88 +54,88 @@ def cache_roof(peaks: Mapping[str, Any], device: str) -> tuple[float | None, int
     return peaks.get("cache_bandwidth_gbs"), peaks.get("cache_bytes")
 
 
-def moved_bytes(r: Mapping[str, Any], peaks: Mapping[str, Any]) -> float | None:
+def moved_bytes(r: CaseRecord, peaks: Mapping[str, Any]) -> float | None:
     """The bytes one call moves, or None where they are not known to move: a transfer on the CPU,
     or a GPU transfer faster than the GPU's own memory, which no copy over a bus can be (it handed
     back a copy it had). The host's copy loop is no such bound: a DMA from pinned memory outruns it."""
-    if r["workload"] not in TRANSFER_WORKLOADS:
-        return r.get("bytes")
-    if kind_of(r.get("device", "cpu")) == "cpu":
+    if r.workload not in TRANSFER_WORKLOADS:
+        return r.bytes
+    if kind_of(r.device) == "cpu":
         return None
     device_bw = (peaks.get("gpu") or {}).get("bandwidth_gbs")
-    if r.get("median_s") and device_bw and r["bytes"] / r["median_s"] / 1e9 > device_bw:
+    if r.median_s and device_bw and r.bytes and r.bytes / r.median_s / 1e9 > device_bw:
         return None
-    return r.get("bytes")
+    return r.bytes
 
 
-def no_rate_reason(r: Mapping[str, Any], peaks: Mapping[str, Any]) -> str:
+def no_rate_reason(r: CaseRecord, peaks: Mapping[str, Any]) -> str:
     """Why a case's GFLOP/s or GB/s is left empty ('' when both are real); the words before the colon
     are its short form."""
-    if r.get("bytes") and moved_bytes(r, peaks) is None:
-        if kind_of(r.get("device", "cpu")) != "cpu":
+    if r.bytes and moved_bytes(r, peaks) is None:
+        if kind_of(r.device) != "cpu":
             return ("no bytes moved: faster than the GPU's own memory, so the framework returned a copy it "
                     "already had; no GB/s is claimed")
         return ("no bytes moved: on the CPU a transfer stays in host memory (a framework may copy or "
                 "return a view), so no GB/s is claimed")
-    if r.get("flops") is None and r.get("bytes"):
+    if r.flops is None and r.bytes:
         return "no FLOPs: its work is not floating-point arithmetic, so no GFLOP/s is claimed"
     return ""
 
 
-def dispatch_floors(records: Iterable[Mapping[str, Any]], label: Any) -> dict[tuple, float]:
+def dispatch_floors(records: Iterable[CaseRecord], label: Any) -> dict[tuple, float]:
     """Per (machine, label): the backend·mode's empty call, as its worker measured it (floors.py,
     `backend_info.empty_call_s`). Results without that measurement fall back on the cheapest
     correct call in the run, the closest thing to an empty call they hold."""
     measured: dict[tuple, float] = {}
     cheapest: dict[tuple, float] = {}
     for r in records:
-        key = (r["machine"], label(r))
-        empty = ((r.get("backend_info") or {}).get("empty_call_s") or {}).get(r.get("mode"))
+        key = (r.machine, label(r))
+        empty = ((r.backend_info or {}).get("empty_call_s") or {}).get(r.mode)
         if empty:
             measured[key] = min(measured.get(key, empty), empty)
-        if r["status"] == "ok" and r.get("median_s"):
-            cheapest[key] = min(cheapest.get(key, r["median_s"]), r["median_s"])
+        if r.status == "ok" and r.median_s:
+            cheapest[key] = min(cheapest.get(key, r.median_s), r.median_s)
     proxies = {k: v for k, v in cheapest.items() if v <= DISPATCH_FLOOR_MAX_S and k not in measured}
     return {**proxies, **measured}
 
 
-def work(r: Mapping[str, Any]) -> float | None:
+def work(r: CaseRecord) -> float | None:
     """What grows with the size: FLOPs, else bytes, else the size itself."""
-    size = r.get("size")
-    return r.get("flops") or r.get("bytes") or (float(size) if isinstance(size, int | float) else None)
+    size = r.size
+    return r.flops or r.bytes or (float(size) if isinstance(size, int | float) else None)
 
 
-def fixed_cost_dominates(series: Sequence[Mapping[str, Any]]) -> set[str]:
+def fixed_cost_dominates(series: Sequence[CaseRecord]) -> set[str]:
     """Ids of the cases of one backend·mode's sweep whose time hardly grows with their work: a call
     with MORE_WORK times the work is under AT_MOST_SLOWER times as slow beyond noise."""
-    pts = [(w, r) for r in series if r["status"] == "ok" and r.get("median_s") and (w := work(r))]
-    return {r["id"] for w, r in pts
+    pts = [(w, r) for r in series if r.status == "ok" and r.median_s and (w := work(r))]
+    return {r.id for w, r in pts
             if any(w2 >= MORE_WORK * w and bracket.order(r2, r, 1 / AT_MOST_SLOWER) == -1 for w2, r2 in pts)}
 
 
-def classify(r: Mapping[str, Any], floor_s: float | None, peaks: Mapping[str, Any], flat: bool = False) -> str | None:
+def classify(r: CaseRecord, floor_s: float | None, peaks: Mapping[str, Any], flat: bool = False) -> str | None:
     """The bound of one correct case, or None when nothing measured says which.
 
     `floor_s` is the backend·mode's cheapest call in the run; `flat` says its time hardly grows
     along its sweep (`fixed_cost_dominates`)."""
-    if r["status"] != "ok" or not r.get("median_s"):
+    if r.status != "ok" or not r.median_s:
         return None
-    median, device = r["median_s"], kind_of(r.get("device", "cpu"))
-    if fault_dominated(r.get("minor_faults_per_call"), median):
+    median, device = r.median_s, kind_of(r.device)
+    if fault_dominated(r.minor_faults_per_call, median):
         return PAGE_FAULTS
-    if r["workload"] in TRANSFER_WORKLOADS and device != "cpu":
+    if r.workload in TRANSFER_WORKLOADS and device != "cpu":
         return TRANSFER if moved_bytes(r, peaks) else DISPATCH  # a call that moved nothing
-    latency = r.get("latency_s")
+    latency = r.latency_s
     if device == "gpu" and latency and latency >= DISPATCH_FACTOR * median:
         return DISPATCH  # a synced call costs far more than the device's work in it
     if flat or (floor_s is not None and median <= DISPATCH_FACTOR * floor_s):
         return DISPATCH
-    if r["workload"] in TRANSFER_WORKLOADS:
+    if r.workload in TRANSFER_WORKLOADS:
         return MEMORY  # a copy within host memory, slower than an empty call
-    flop_roof, bw_roof = roofs(peaks, device, r["dtype"])
-    if r.get("flops") and r.get("bytes") and flop_roof and bw_roof:
-        return COMPUTE if r["flops"] / r["bytes"] >= flop_roof / bw_roof else MEMORY
-    if r.get("flops") is None and r.get("bytes") and bw_roof:
-        streamed = r["bytes"] / median / 1e9
+    flop_roof, bw_roof = roofs(peaks, device, r.dtype)
+    if r.flops and r.bytes and flop_roof and bw_roof:
+        return COMPUTE if r.flops / r.bytes >= flop_roof / bw_roof else MEMORY
+    if r.flops is None and r.bytes and bw_roof:
+        streamed = r.bytes / median / 1e9
         return MEMORY if streamed >= STREAMING_SHARE * bw_roof else COMPUTE
     return None

@@ -5,12 +5,11 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
 
 from arraybench.report.model import ReportData
+from arraybench.report.view import CaseView
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
@@ -70,22 +69,22 @@ class Crossover:
         return text
 
 
-def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, Mapping[str, Any]]]]:
+def sweeps(data: ReportData) -> dict[tuple, dict[str, dict[float, CaseView]]]:
     """Correct records with a numeric size, per series: (workload, machine, dtype, size parameter,
     the other parameters) -> label -> size -> record. Only cases that differ in nothing but the
     size are one series (workloads/sizes.fixed_params); a series needs two sizes."""
-    out: dict[tuple, dict[str, dict[float, Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
+    out: dict[tuple, dict[str, dict[float, CaseView]]] = defaultdict(lambda: defaultdict(dict))
     for wl, recs in data.by_workload().items():
         pts = data.points(wl)
         for r in recs:
-            size = r.get("size")
-            if r["status"] != "ok" or not isinstance(size, int | float) or size <= 0 or not r.get("median_s"):
+            size = r.size
+            if r.status != "ok" or not isinstance(size, int | float) or size <= 0 or not r.median_s:
                 continue
-            out[(wl, r["machine"], r["dtype"], pts.size_param, pts.fixed(r))][data.label(r)][size] = r
+            out[(wl, r.machine, r.dtype, pts.size_param, pts.fixed(r))][data.label(r)][size] = r
     return {k: v for k, v in out.items() if len({s for series in v.values() for s in series}) >= 2}
 
 
-def points(series: dict[float, Mapping[str, Any]]) -> dict[float, bracket.Point]:
+def points(series: dict[float, CaseView]) -> dict[float, bracket.Point]:
     """A label's records as bracket points, by size."""
     return {s: bracket.point(r) for s, r in series.items()}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +13,8 @@ from arraybench.output.palette import colour
 from arraybench.planning.case import label as case_label
 from arraybench.planning.devices import kind_of
 from arraybench.report.model import ReportData
+from arraybench.report.view import timed
+from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
@@ -30,7 +32,7 @@ class Point:
     """One device count of a series: its case, and the figures against the series' one-device case."""
 
     n: int
-    record: Mapping[str, Any]
+    record: CaseRecord
     speedup: float | None
     efficiency: float | None
     communication: float | None  # share of the call the all-reduce alone takes, where measured
@@ -77,21 +79,21 @@ class Series:
                      or p.separated is False), None)
 
 
-def _ok(r: Mapping[str, Any]) -> bool:
-    return r.get("status") == "ok" and bool(r.get("median_s"))
+def _ok(r: CaseRecord) -> bool:
+    return r.status == "ok" and bool(r.median_s)
 
 
-def _n(r: Mapping[str, Any]) -> int:
-    return int(r.get("n_devices") or 1)
+def _n(r: CaseRecord) -> int:
+    return int(r.n_devices or 1)
 
 
 def series(data: ReportData) -> list[Series]:
     """Every workload·backend·mode measured at two or more device counts of one kind, one-device baseline first."""
-    groups: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    groups: dict[tuple, list[CaseRecord]] = defaultdict(list)
     for r in data.records:
-        if _ok(r) and r["workload"] != COPY_WORKLOAD:
-            key = (r["machine"], r["workload"], r["dtype"], r["backend"], r["mode"],
-                   kind_of(r.get("device", "cpu")), tuple(sorted(r["params"].items())), r.get("env") or "")
+        if _ok(r) and r.workload != COPY_WORKLOAD:
+            key = (r.machine, r.workload, r.dtype, r.backend, r.mode,
+                   kind_of(r.device), tuple(sorted(r.params.items())), r.env or "")
             groups[key].append(r)
     out = []
     for key, recs in sorted(groups.items(), key=lambda kv: str(kv[0])):
@@ -102,7 +104,7 @@ def series(data: ReportData) -> list[Series]:
         points: list[Point] = []
         for n in sorted(by_n):
             case = by_n[n]
-            speedup = base["median_s"] / case["median_s"] if base else None
+            speedup = timed(base) / timed(case) if base else None
             separated = bracket.order(case, points[-1].record) == -1 if points else None
             limit = min(n, _cores_shared(case) or n)
             suspect = base is not None and bracket.order(case, base, limit) == -1
@@ -110,24 +112,24 @@ def series(data: ReportData) -> list[Series]:
                                 separated, limit, suspect))
         machine, workload, dtype, backend, mode, kind, *_ = key
         label = case_label(recs[0], machine=len(data.machines) > 1)
-        label += f" ({dtype})" if len({r['dtype'] for r in data.records}) > 1 else ""
-        out.append(Series(workload, label, kind, recs[0].get("size"), data.points(workload).fixed(recs[0]),
+        label += f" ({dtype})" if len({r.dtype for r in data.records}) > 1 else ""
+        out.append(Series(workload, label, kind, recs[0].size, data.points(workload).fixed(recs[0]),
                           data.problem(recs[0]), tuple(points)))
     return out
 
 
-def _communication(data: ReportData, r: Mapping[str, Any]) -> float | None:
+def _communication(data: ReportData, r: CaseRecord) -> float | None:
     """The all-reduce alone over the call, for a case whose communication was measured as its own case."""
-    if r["workload"] == "allreduce":
+    if r.workload == "allreduce":
         return 1.0 if _n(r) > 1 else None
-    alone, shared = COMMUNICATION.get(r["workload"], (None, None))
-    if alone is None or _n(r) == 1:
+    if r.workload not in COMMUNICATION or _n(r) == 1:
         return None
+    alone, shared = COMMUNICATION[r.workload]
     for c in data.records:
-        if (c["workload"] == alone and _ok(c) and c["machine"] == r["machine"] and c["dtype"] == r["dtype"]
-                and c["backend"] == r["backend"] and c["mode"] == r["mode"] and c.get("device") == r.get("device")
-                and c["params"].get(shared) == r["params"].get(shared)):
-            return min(1.0, c["median_s"] / r["median_s"])
+        if (c.workload == alone and _ok(c) and c.machine == r.machine and c.dtype == r.dtype
+                and c.backend == r.backend and c.mode == r.mode and c.device == r.device
+                and c.params.get(shared) == r.params.get(shared)):
+            return min(1.0, timed(c) / timed(r))
     return None
 
 
@@ -197,8 +199,8 @@ def in_words(found: Sequence[Series]) -> str:
             + f"{cores}{suspect}.")
 
 
-def _cores_shared(r: Mapping[str, Any]) -> int | None:
-    return (r.get("backend_info") or {}).get("cores_shared")
+def _cores_shared(r: CaseRecord) -> int | None:
+    return (r.backend_info or {}).get("cores_shared")
 
 
 def _x(v: float | None) -> str:
@@ -216,7 +218,7 @@ def _pct(v: float | None) -> str:
 def cores_note(data: ReportData) -> str:
     """What the CPU devices of the run shared: N "devices" on fewer cores are slices of the same cores."""
     shared = sorted({(_n(r), _cores_shared(r)) for r in data.records
-                     if _n(r) > 1 and kind_of(r.get("device", "cpu")) == "cpu" and _cores_shared(r)})
+                     if _n(r) > 1 and kind_of(r.device) == "cpu" and _cores_shared(r)})
     if not shared:
         return ""
     text = "; ".join(f"{n} devices on {cores} core(s)" for n, cores in shared)
@@ -230,7 +232,7 @@ HEADER = ["workload", "size", "backend·mode", "kind", "devices", "median / call
 
 
 def rows(all_series: Sequence[Series]) -> list[list[str]]:
-    return [[s.workload, s.point, s.label, s.kind, str(p.n), format_seconds(p.record["median_s"]),
+    return [[s.workload, s.point, s.label, s.kind, str(p.n), format_seconds(p.record.median_s),
              _x(p.speedup) + (" (suspect)" if p.suspect else ""), _f(p.efficiency), _pct(p.communication)]
             for s in all_series for p in s.points]
 
@@ -239,20 +241,20 @@ def copies(data: ReportData) -> list[str]:
     """Each device→device copy beside the host↔device copies of the same size and backend, in GB/s."""
     out = []
     for r in data.records:
-        if r["workload"] != COPY_WORKLOAD or not _ok(r) or not r.get("bytes"):
+        if r.workload != COPY_WORKLOAD or not _ok(r) or not r.bytes:
             continue
-        line = f"{r['backend']} {r.get('device')} n={r.get('size')}: device→device {_gbs(r)}"
+        line = f"{r.backend} {r.device} n={r.size}: device→device {_gbs(r)}"
         for other in data.records:
-            if (other["workload"] in HOST_COPIES and _ok(other) and other["backend"] == r["backend"]
-                    and other.get("size") == r.get("size") and other["dtype"] == r["dtype"]
-                    and kind_of(other.get("device", "cpu")) == kind_of(r.get("device", "cpu"))):
-                line += f"; {other['workload'].replace('transfer_', '')} {_gbs(other)}"
+            if (other.workload in HOST_COPIES and _ok(other) and other.backend == r.backend
+                    and other.size == r.size and other.dtype == r.dtype
+                    and kind_of(other.device) == kind_of(r.device)):
+                line += f"; {other.workload.replace('transfer_', '')} {_gbs(other)}"
         out.append(line)
     return sorted(out)
 
 
-def _gbs(r: Mapping[str, Any]) -> str:
-    return f"{r['bytes'] / r['median_s'] / 1e9:.3g} GB/s ({format_seconds(r['median_s'])})"
+def _gbs(r: CaseRecord) -> str:
+    return f"{(r.bytes or 0.0) / timed(r) / 1e9:.3g} GB/s ({format_seconds(r.median_s)})"
 
 
 INTRO = ("One computation spread over 1, 2, 4... devices of a kind. Speedup is the one-device case's median "

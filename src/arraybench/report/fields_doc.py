@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from arraybench.report.files import CSV_FIELDS, PAIRS, csv_columns
-from arraybench.report.model import DERIVED_FIELDS
+from arraybench.report.view import DERIVED_FIELDS
 from arraybench.results.record import CASE, FIELDS, PROCESS, PROCESS_FIELDS, FieldInfo
 
 WHERE = {CASE: "case", PROCESS: "replicate", "both": "both"}

@@ -7,13 +7,14 @@ import io
 import json
 from typing import Any
 
-from arraybench.report.model import FIGURES, CaseView, ReportData
+from arraybench.report.model import ReportData
+from arraybench.report.view import FIGURES, CaseView
 from arraybench.results.record import FIELDS
 
 # The columns of results.csv, in order: each a field of the record or of its report view (their
 # unit and meaning are in those registries, and docs/results-format.md lists them from there). An
 # interval field `X_s` (a pair) becomes two columns, `X_low_s` and `X_high_s`; `params` is JSON.
-# Every derived figure (model.FIGURES) is a column.
+# Every derived figure (view.FIGURES) is a column.
 CSV_FIELDS = (
     "machine", "workload", "size", "params", "backend", "mode", "device", "dtype", "threads",
     "status", "median_s", "iqr_s", "q25_s", "q75_s", "ci95_s", "n_samples",
@@ -46,6 +47,6 @@ def csv_text(data: ReportData) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(csv_columns())
-    for r in sorted(data.records, key=lambda r: (r["machine"], r["workload"], r["id"])):
+    for r in sorted(data.records, key=lambda r: (r.machine, r.workload, r.id)):
         w.writerow(csv_cells(r))
     return buf.getvalue()

@@ -4,11 +4,12 @@ beside it, transfer rates with the host memory named, and any case timed while t
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from arraybench.planning.case import label
 from arraybench.planning.devices import kind_of
+from arraybench.report.view import timed
+from arraybench.results.record import CaseRecord
 from arraybench.units import format_seconds
 
 EXPLANATION = (
@@ -24,34 +25,34 @@ EXPLANATION = (
 )
 
 
-def _gpu_records(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    return [r for r in records if kind_of(r.get("device", "cpu")) == "gpu" and r.get("status") == "ok"]
+def _gpu_records(records: Sequence[CaseRecord]) -> Sequence[CaseRecord]:
+    return [r for r in records if kind_of(r.device) == "gpu" and r.status == "ok"]
 
 
-def _label(r: Mapping[str, Any]) -> str:
+def _label(r: CaseRecord) -> str:
     return label(r)
 
 
-def _clock(r: Mapping[str, Any]) -> str:
-    c = r.get("gpu_clock")
+def _clock(r: CaseRecord) -> str:
+    c = r.gpu_clock
     if not c:
         return ""
     text = f"{c.get('sm_mhz_before')}→{c.get('sm_mhz_after')} MHz"
     return text + (f" THROTTLED ({', '.join(c['reasons']) or 'clock drop'})" if c.get("throttled") else "")
 
 
-def rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+def rows(records: Sequence[CaseRecord]) -> list[list[str]]:
     """One row per GPU case: workload, size, backend·mode, dtype, hot, cold, alone, GB/s, clock."""
     out = []
-    for r in sorted(_gpu_records(records), key=lambda r: (r["workload"], r["dtype"], str(r.get("size")), _label(r))):
+    for r in sorted(_gpu_records(records), key=lambda r: (r.workload, r.dtype, str(r.size), _label(r))):
         gbs = ""
-        if r["workload"].startswith("transfer") and r.get("bytes"):
-            memory = "pinned" if "pinned" in r["workload"] else "pageable"
-            gbs = f"{r['bytes'] / r['median_s'] / 1e9:.3g} GB/s ({memory})"
+        if r.workload.startswith("transfer") and r.bytes:
+            memory = "pinned" if "pinned" in r.workload else "pageable"
+            gbs = f"{r.bytes / timed(r) / 1e9:.3g} GB/s ({memory})"
         out.append([
-            r["workload"], str(r.get("size")), _label(r), r["dtype"], format_seconds(r["median_s"]),
-            format_seconds(r["cold_median_s"]) if r.get("cold_median_s") else "",
-            format_seconds(r["latency_s"]) if r.get("latency_s") else "", gbs, _clock(r),
+            r.workload, str(r.size), _label(r), r.dtype, format_seconds(r.median_s),
+            format_seconds(r.cold_median_s) if r.cold_median_s else "",
+            format_seconds(r.latency_s) if r.latency_s else "", gbs, _clock(r),
         ])
     return out
 
@@ -60,16 +61,16 @@ HEADER = ["workload", "size", "backend·mode", "dtype", "hot", "cold (L2 flushed
           "transfer", "SM clock"]
 
 
-def _l2_text(records: Sequence[Mapping[str, Any]]) -> str:
-    l2 = next((r["l2_bytes"] for r in _gpu_records(records) if r.get("l2_bytes")), None)
+def _l2_text(records: Sequence[CaseRecord]) -> str:
+    l2 = next((r.l2_bytes for r in _gpu_records(records) if r.l2_bytes), None)
     return f"{2 * l2 / 2**20:.0f} MiB" if l2 else "2×L2"
 
 
-def throttled(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    return [r for r in _gpu_records(records) if (r.get("gpu_clock") or {}).get("throttled")]
+def throttled(records: Sequence[CaseRecord]) -> Sequence[CaseRecord]:
+    return [r for r in _gpu_records(records) if (r.gpu_clock or {}).get("throttled")]
 
 
-def markdown(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def markdown(records: Sequence[CaseRecord]) -> list[str]:
     """The section's Markdown lines; none when the results hold no GPU case."""
     table = rows(records)
     if not table:
@@ -83,7 +84,7 @@ def markdown(records: Sequence[Mapping[str, Any]]) -> list[str]:
     return [*md, ""]
 
 
-def html_section(records: Sequence[Mapping[str, Any]]) -> str:
+def html_section(records: Sequence[CaseRecord]) -> str:
     """The same section as an HTML fragment (escaped); empty without GPU cases."""
     table = rows(records)
     if not table:

@@ -40,9 +40,9 @@ def status_badge(status: str) -> str:
 
 def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], said: list[Answer],
                 rate_notes: list[str], warnings: tuple[str, ...] = ()) -> str:
-    counts = {s: sum(r["status"] == s for r in data.records)
+    counts = {s: sum(r.status == s for r in data.records)
               for s in ("ok", "wrong", *[f for f in FAILED if f != "wrong"], *NOT_RUN)}
-    noisy = sum(bool(r.get("noisy")) for r in data.records)
+    noisy = sum(bool(r.noisy) for r in data.records)
     machines = ", ".join(data.machines)
     overview = [p for p in plots if p.name == "speedup-heatmap" or p.name.startswith("roofline")]
     glance = [p for p in plots if p.name == "winners"]
@@ -133,8 +133,8 @@ def plot_html(p: Plot) -> str:
 
 def results_table(data: ReportData) -> str:
     many = len(data.machines) > 1
-    shown = [r for r in data.records if r["status"] != "unavailable"]  # said once, above the answer
-    numpy = any(r.get("speedup") for r in shown)  # a speedup over numpy only where numpy ran
+    shown = [r for r in data.records if r.status != "unavailable"]  # said once, above the answer
+    numpy = any(r.speedup for r in shown)  # a speedup over numpy only where numpy ran
     apart = any(data.problem(r) for r in shown)  # a workload whose cases differ in more than the size
     heads = (["machine"] if many else []) + [
         "workload", "size", *(["other parameters"] if apart else []), "backend", "mode", "device", "dtype",
@@ -143,35 +143,35 @@ def results_table(data: ReportData) -> str:
         "GB/s", "% peak GB/s", "rel. error", "tolerance", "notes",
     ]
     rows = []
-    for r in sorted(shown, key=lambda r: (r["machine"], r["workload"], size_sort_key(r.get("size")), data.label(r))):
-        med = r.get("median_s") if r["status"] == "ok" else None
-        iqr = 100 * r["iqr_s"] / med if med and r.get("iqr_s") is not None else None
+    for r in sorted(shown, key=lambda r: (r.machine, r.workload, size_sort_key(r.size), data.label(r))):
+        med = r.median_s if r.status == "ok" else None
+        iqr = 100 * r.iqr_s / med if med and r.iqr_s is not None else None
         notes = []
-        if r.get("noisy"):
+        if r.noisy:
             notes.append('<span class="status noisy">noisy</span>')
-        if r.get("bound") == bound.PAGE_FAULTS:
+        if r.bound == bound.PAGE_FAULTS:
             notes.append(f'<span class="status noisy" title="page faults take 30 % or more of the time">'
-                         f'page faults: {r["minor_faults_per_call"]:.0f}/call</span>')
-        if r.get("error"):
-            notes.append(e(r["error"]))
-        cells = ([f"<td>{e(r['machine'])}</td>"] if many else []) + [
-            f"<td>{e(r['workload'])}</td>",
-            f'<td data-sort="{e(r.get("size"))}">{e(r.get("size"))}</td>',
+                         f'page faults: {r.minor_faults_per_call:.0f}/call</span>')
+        if r.error:
+            notes.append(e(r.error))
+        cells = ([f"<td>{e(r.machine)}</td>"] if many else []) + [
+            f"<td>{e(r.workload)}</td>",
+            f'<td data-sort="{e(r.size)}">{e(r.size)}</td>',
             *([f"<td>{e(data.problem(r))}</td>"] if apart else []),
-            f"<td>{e(r['backend'])}</td>", f"<td>{e(r['mode'])}</td>",
-            f"<td>{e(r.get('device', 'cpu'))}</td>", f"<td>{e(r.get('dtype'))}</td>",
-            f"<td>{e(r.get('threads'))}</td>", f"<td>{status_badge(r['status'])}</td>",
+            f"<td>{e(r.backend)}</td>", f"<td>{e(r.mode)}</td>",
+            f"<td>{e(r.device)}</td>", f"<td>{e(r.dtype)}</td>",
+            f"<td>{e(r.threads)}</td>", f"<td>{status_badge(r.status)}</td>",
             num_cell(med, format_seconds(med)),
             num_cell(iqr, f"±{iqr:.0f}%" if iqr is not None else ""),
-            num_cell(r.get("harness_s"), format_seconds(r.get("harness_s"))),
-            f"<td>{e(r.get('bound') or '')}</td>",
-            *([num_cell(r.get("speedup"), f"{r['speedup']:.2f}×" if r.get("speedup") else "")] if numpy else []),
-            num_cell(r.get("first_call_s"), format_seconds(r.get("first_call_s"))),
-            num_cell(r.get("transfer_s"), format_seconds(r.get("transfer_s"))),
+            num_cell(r.harness_s, format_seconds(r.harness_s)),
+            f"<td>{e(r.bound or '')}</td>",
+            *([num_cell(r.speedup, f"{r.speedup:.2f}×" if r.speedup else "")] if numpy else []),
+            num_cell(r.first_call_s, format_seconds(r.first_call_s)),
+            num_cell(r.transfer_s, format_seconds(r.transfer_s)),
             *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
               for k in ("intensity", "gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
-            num_cell(r.get("rel_err"), f"{r['rel_err']:.1e}" if r.get("rel_err") is not None else ""),
-            num_cell(r.get("tolerance"), f"{r['tolerance']:.1e}" if r.get("tolerance") is not None else ""),
+            num_cell(r.rel_err, f"{r.rel_err:.1e}" if r.rel_err is not None else ""),
+            num_cell(r.tolerance, f"{r.tolerance:.1e}" if r.tolerance is not None else ""),
             f"<td class=\"notes\">{' '.join(notes)}</td>",
         ]
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -181,10 +181,10 @@ def results_table(data: ReportData) -> str:
 
 def problems_html(data: ReportData) -> str:
     groups = [
-        ("Failed or wrong (never ranked)", [r for r in data.records if r["status"] in FAILED]),
-        ("Not run: no implementation in that mode", [r for r in data.records if r["status"] == "unsupported"]),
+        ("Failed or wrong (never ranked)", [r for r in data.records if r.status in FAILED]),
+        ("Not run: no implementation in that mode", [r for r in data.records if r.status == "unsupported"]),
         ("Noisy (IQR over 10% of the median: close other programs or raise --min-time)",
-         [r for r in data.records if r.get("noisy")]),
+         [r for r in data.records if r.noisy]),
     ]
     out = []
     for title, recs in groups:
@@ -192,11 +192,11 @@ def problems_html(data: ReportData) -> str:
         if not recs:
             continue
         items = []
-        for r in sorted(recs, key=lambda r: (r["workload"], data.label(r), size_sort_key(r.get("size")))):
-            why = r.get("error") or (f"IQR {100 * r['iqr_s'] / r['median_s']:.0f}% of the median"
-                                     if r.get("noisy") and r.get("median_s") else "")
-            where = f"{r['workload']} {data.point(r)} · {data.label(r)}"
-            items.append(f"<li>{status_badge(r['status'])} <b>{e(where)}</b>: {e(why)}</li>")
+        for r in sorted(recs, key=lambda r: (r.workload, data.label(r), size_sort_key(r.size))):
+            why = r.error or (f"IQR {100 * (r.iqr_s or 0.0) / r.median_s:.0f}% of the median"
+                                     if r.noisy and r.median_s else "")
+            where = f"{r.workload} {data.point(r)} · {data.label(r)}"
+            items.append(f"<li>{status_badge(r.status)} <b>{e(where)}</b>: {e(why)}</li>")
         out.append("<ul>" + "".join(items) + "</ul>")
     return "\n".join(out)
 
@@ -208,7 +208,7 @@ def environment_html(data: ReportData) -> str:
         if header is None:  # records of a cluster run name workers that wrote no header
             out.append(f'<h3>{e(machine)}</h3><p class="muted">No environment recorded for this machine.</p>')
             continue
-        recs = [r for r in data.records if r["machine"] == machine]
+        recs = [r for r in data.records if r.machine == machine]
         rows = "".join(f'<tr><th scope="row">{e(k)}</th><td>{e(v)}</td></tr>'
                        for k, v in environment_rows(header, recs))
         out.append(f"<h3>{e(machine)}</h3><table class=\"kv\">{rows}</table>")

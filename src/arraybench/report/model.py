@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from arraybench.machine.environment import fingerprint
 from arraybench.planning.case import label as case_label
 from arraybench.planning.devices import kind_of
 from arraybench.report import bound, environments
 from arraybench.report.table import Points, points_by_workload, speedups
-from arraybench.results import Results, merge
-from arraybench.results.record import FAILED, CaseRecord, described, registry
+from arraybench.report.view import CaseView
+from arraybench.results import Results
+from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.stats.measurement import Measurement
 from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
-# The figures derived per case that travel with it, in this order: results.csv, the JSON formats
-# (`arraybench show --format json`, the exports) and the published site carry them, from CaseView.
-FIGURES = ("bound", "speedup", "gflops", "gbs", "intensity", "pct_flop_peak", "pct_bw_peak")
 # Below this, the Python call the harness makes per timed call is a visible share: say how much.
 SUB_MICROSECOND_S = 1e-6
 
@@ -31,8 +31,8 @@ SUB_MICROSECOND_S = 1e-6
 class ReportData:
     """Records of one or more results files, keyed by (machine, case id), plus each machine's header."""
 
-    records: list[CaseView]
-    headers: dict[str, dict[str, Any]]  # machine -> results header (settings, environment)
+    records: list[CaseView]  # each one's `machine` is its machine's name here (machine_names)
+    headers: dict[str, dict[str, Any]]  # machine name -> results header (settings, environment)
     # One line per results file that holds fewer cases than its run planned (partial_line).
     partial: tuple[str, ...] = ()
     # A sentence per environment of a run of several (`--env`), against its first (environments.py).
@@ -40,11 +40,21 @@ class ReportData:
 
     @classmethod
     def from_results(cls, results: Sequence[Results]) -> ReportData:
-        latest = {(r.machine, r.id): r for r in merge(results)}
-        headers = {res.environment.get("hostname", "?"): {**res.header, "analysis": analysis(res)} for res in results}
+        # Machines are told apart by Results.machine_key (as the site and the store do), and named
+        # by their host where no other machine here shares it.
+        hosts: dict[str, str] = {}
+        for res in results:
+            hosts[res.machine_key()] = res.host()
+            hosts.update({fingerprint(env): host for host, env in res.machine_lines.items()})
+            for r in res.records:
+                hosts.setdefault(res.machine_key(r), res.host(r))
+        name = machine_names(hosts)
+        latest = {(r.machine, r.id): r for res in results
+                  for r in (dataclasses.replace(r, machine=name[res.machine_key(r)]) for r in res.records)}
+        headers = {name[res.machine_key()]: {**res.header, "analysis": analysis(res)} for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
-            for machine, env in res.machine_lines.items():
-                headers.setdefault(machine, {**res.header, "environment": env})
+            for env in res.machine_lines.values():
+                headers.setdefault(name[fingerprint(env)], {**res.header, "environment": env})
         label = cls([], headers).label_in(list(latest.values()))
         partial = tuple(line for res in results if (line := partial_line(res)))
         return cls(records=_derive(list(latest.values()), headers, label), headers=headers, partial=partial,
@@ -52,24 +62,24 @@ class ReportData:
 
     @property
     def machines(self) -> list[str]:
-        return sorted({r["machine"] for r in self.records})
+        return sorted({r.machine for r in self.records})
 
-    def label(self, r: Mapping[str, Any]) -> str:
+    def label(self, r: CaseRecord) -> str:
         """backend·mode, plus the device and machine only where the data has more than one."""
         return self.label_in(self.records)(r)
 
     @staticmethod
-    def label_in(records: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str]:
+    def label_in(records: Sequence[CaseRecord]) -> Callable[[CaseRecord], str]:
         """ReportData.label among `records` (before their views exist)."""
-        devices = len({x.get("device", "cpu") for x in records})
-        machines = len({x["machine"] for x in records})
+        devices = len({x.device for x in records})
+        machines = len({x.machine for x in records})
 
-        def label(r: Mapping[str, Any]) -> str:
+        def label(r: CaseRecord) -> str:
             return case_label(r, device=devices > 1, machine=machines > 1)
 
         return label
 
-    def labels(self, records: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
+    def labels(self, records: Sequence[CaseRecord] | None = None) -> list[str]:
         """Labels in a stable order: by backend as registered, then mode, then machine."""
         recs = self.records if records is None else records
         return sorted({self.label(r) for r in recs}, key=lambda lab: (_backend_rank(lab), lab))
@@ -77,7 +87,7 @@ class ReportData:
     def by_workload(self) -> dict[str, list[CaseView]]:
         out: dict[str, list[CaseView]] = defaultdict(list)
         for r in self.records:
-            out[r["workload"]].append(r)
+            out[r.workload].append(r)
         return dict(sorted(out.items()))
 
     @cached_property
@@ -92,16 +102,23 @@ class ReportData:
     def size_param(self, workload: str) -> str:
         return self.points(workload).size_param
 
-    def point(self, r: Mapping[str, Any]) -> str:
+    def point(self, r: CaseRecord) -> str:
         """The record's point as the tables' columns name it: 'n=64', or 'n=64, m=128'."""
-        return self.points(r["workload"]).text(r)
+        return self.points(r.workload).text(r)
 
-    def problem(self, r: Mapping[str, Any]) -> str:
+    def problem(self, r: CaseRecord) -> str:
         """The parameters that set the record's problem apart from its workload's others ('m=128'), or ''."""
-        return self.points(r["workload"]).problem(r)
+        return self.points(r.workload).problem(r)
 
     def peaks(self, machine: str) -> dict[str, Any]:
         return self.headers.get(machine, {}).get("environment", {}).get("peaks", {})
+
+
+def machine_names(hosts: dict[str, str]) -> dict[str, str]:
+    """Machine key -> the name the report gives it: its host name, or its key where another
+    machine here has the same host name."""
+    taken = Counter(hosts.values())
+    return {key: host if taken[host] == 1 else key for key, host in hosts.items()}
 
 
 def partial_line(res: Results) -> str:
@@ -123,55 +140,6 @@ def _backend_rank(label: str) -> int:
     names = list(BACKENDS)
     backend = label.split("·", 1)[0]
     return names.index(backend) if backend in names else len(names)
-
-
-@dataclass(frozen=True)
-class CaseView(Mapping[str, Any]):
-    """A record as a report shows it: the record, unchanged, and the numbers derived from it, its
-    neighbours (NumPy at the same point, the sweep it belongs to) and its machine's peaks.
-
-    Read-only like the record; as a Mapping it answers a record field or a derived one by name
-    (`view["median_s"]`, `view["speedup"]`), the way the report modules read them.
-    """
-
-    record: CaseRecord = described("", "the case's record, as its results file holds it", required=True)
-    speedup: float | None = described("ratio", "NumPy eager's median over this one's, at the same workload, "
-                                               "params, dtype and machine")
-    q25_s: float | None = described("s", "the pooled samples' 25th percentile (never above `median_s`)")
-    q75_s: float | None = described("s", "the pooled samples' 75th percentile (never below `median_s`)")
-    ci_low_s: float | None = described("s", "the lower end of the 95 % interval the plots draw")
-    ci_high_s: float | None = described("s", "its upper end")
-    no_rate: str = described("", "why no GFLOP/s or GB/s is shown, where none is", default="")
-    gflops: float | None = described("GFLOP/s", "`flops` over `median_s`")
-    gbs: float | None = described("GB/s", "bytes moved over `median_s`")
-    intensity: float | None = described("FLOP/byte", "arithmetic intensity, `flops` over `bytes`")
-    pct_flop_peak: float | None = described("%", "GFLOP/s as a share of the machine's measured matmul peak")
-    pct_bw_peak: float | None = described("%", "GB/s as a share of the machine's measured streaming bandwidth")
-    dispatch_floor_s: float | None = described("s", "this backend·mode's empty call on this machine "
-                                                    "(backend_info.empty_call_s; in older files, its fastest "
-                                                    "median): its per-call floor")
-    bound: str | None = described("", "what limits the case, in one word: dispatch, memory, compute, page-faults "
-                                      "or transfer (docs/report.md says how each is decided)")
-    harness_s: float | None = described("s", "the harness's own per-call cost, shown beside sub-µs CPU cases")
-
-    def __getitem__(self, key: str) -> Any:
-        if key in _DERIVED:
-            return getattr(self, key)
-        return self.record[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter((*self.record, *_DERIVED))
-
-    def __len__(self) -> int:
-        return len(self.record) + len(_DERIVED)
-
-    def figures(self) -> dict[str, Any]:
-        """The derived figures that travel with the record (FIGURES), by name; None where there is none."""
-        return {name: getattr(self, name) for name in FIGURES}
-
-
-DERIVED_FIELDS = registry(CaseView)[1:]
-_DERIVED = frozenset(f.name for f in DERIVED_FIELDS)
 
 
 def run_views(res: Results) -> dict[str, CaseView]:
@@ -229,14 +197,14 @@ def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict
     harness = peaks.get("harness_call_s")
     shown = ok and harness and kind_of(r.device) == "cpu" and median < SUB_MICROSECOND_S
     d["harness_s"] = harness if shown else None
-    return CaseView(r, **d)
+    return CaseView.of(r, **d)
 
 
-def status_word(r: Mapping[str, Any]) -> str:
+def status_word(r: CaseRecord) -> str:
     """What a cell shows instead of a number when a case has none worth ranking."""
-    if r["status"] in FAILED:
-        return r["status"].upper()
-    if r["status"] in NOT_RUN:
+    if r.status in FAILED:
+        return r.status.upper()
+    if r.status in NOT_RUN:
         return "n/a"
     return ""
 
@@ -295,10 +263,8 @@ def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def environment_rows(header: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+def environment_rows(header: dict[str, Any], records: Sequence[CaseRecord]) -> list[tuple[str, str]]:
     """The machine, software and settings of one results file, as (name, text) rows."""
-    from arraybench.machine.environment import fingerprint
-
     env, s = header.get("environment", {}), header.get("settings", {})
     gib = (env.get("memory_bytes") or 0) / 2**30
     rows = [
@@ -327,11 +293,11 @@ def environment_rows(header: dict[str, Any], records: Sequence[Mapping[str, Any]
     seen: dict[str, dict[str, Any]] = {}
     empty: dict[str, float] = {}
     for r in records:
-        info = r.get("backend_info") or {}
-        if info and r["backend"] not in seen:
-            seen[r["backend"]] = info
+        info = r.backend_info or {}
+        if info and r.backend not in seen:
+            seen[r.backend] = info
         for mode, t in (info.get("empty_call_s") or {}).items():
-            label = f"{r['backend']}·{mode}"
+            label = f"{r.backend}·{mode}"
             empty[label] = min(empty.get(label, t), t)
     if empty:
         rows.append(("empty call (x + x, one element)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from arraybench.report import bound, devices, vmap, winners
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
+from arraybench.report.view import CaseView, quartiles, timed
 from arraybench.results import atomic_path
 from arraybench.units import format_seconds
 
@@ -72,7 +73,7 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
     with matplotlib.rc_context(RC):
         if glance := winners.rows(data):  # first: the picture the report opens with
             save("winners", "Winners map", winners.CAPTION, winners.figure(glance, data.labels()))
-        dtypes = sorted({r["dtype"] for r in data.records})
+        dtypes = sorted({r.dtype for r in data.records})
         swept = sweeps(data)
         for wl, all_recs in data.by_workload().items():  # per workload: its scaling, then its bars
             for (wl_, machine, dtype, name, fixed), series in swept.items():
@@ -89,7 +90,7 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                      scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
             for dtype in dtypes:
                 # Backends unavailable here are one line at the top of the report, not a bar each.
-                recs = [r for r in all_recs if r["dtype"] == dtype and r["status"] != "unavailable"]
+                recs = [r for r in all_recs if r.dtype == dtype and r.status != "unavailable"]
                 suffix = f"-{dtype}" if len(dtypes) > 1 else ""
                 if recs:
                     save(f"bars-{slug(wl)}{suffix}", f"{wl}{suffix.replace('-', ' ')}: time per call",
@@ -108,12 +109,12 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
         devices.plots(data, save)
         for machine in data.machines:
             for dtype in dtypes:
-                cases = [r for r in data.records if r["machine"] == machine and r["dtype"] == dtype]
-                pts = [r for r in cases if r.get("intensity")]
+                cases = [r for r in data.records if r.machine == machine and r.dtype == dtype]
+                pts = [r for r in cases if r.intensity]
                 if not pts:
                     continue
-                left_out = sorted({f"{r['workload']} ({r['no_rate'].split(':')[0]})"
-                                   for r in cases if r.get("no_rate")})
+                left_out = sorted({f"{r.workload} ({r.no_rate.split(':')[0]})"
+                                   for r in cases if r.no_rate})
                 where = f"-{slug(machine)}" if len(data.machines) > 1 else ""
                 save(f"roofline-{dtype}{where}", f"Roofline, {dtype}" + (f" @{machine}" if where else ""),
                      "Achieved GFLOP/s against arithmetic intensity (FLOPs per byte moved), log-log; one "
@@ -140,23 +141,23 @@ def _figure(width: float, height: float, ncols: int = 1, sharey: bool = False) -
 
 
 def bar_panels(data: ReportData, wl: str,
-               recs: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+               recs: Sequence[CaseView]) -> list[tuple[str, list[CaseView]]]:
     """(title, records) per panel of a bar plot: each problem's smallest and largest size, in the
     tables' order of points; two problems that share a size get a panel each."""
     pts = data.points(wl)
-    problems: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+    problems: dict[tuple, list[CaseView]] = defaultdict(list)
     for r in recs:
         problems[pts.fixed(r)].append(r)
     panels = []
     for group in problems.values():
-        sizes = sorted({r.get("size") for r in group}, key=size_sort_key)
-        panels += [[r for r in group if r.get("size") == size] for size in dict.fromkeys((sizes[0], sizes[-1]))]
+        sizes = sorted({r.size for r in group}, key=size_sort_key)
+        panels += [[r for r in group if r.size == size] for size in dict.fromkeys((sizes[0], sizes[-1]))]
     panels.sort(key=lambda panel: pts.order(panel[0]))
     return [(f"{pts.size_param} = {panel[0].get('size')}"
              + (f" ({problem})" if (problem := data.problem(panel[0])) else ""), panel) for panel in panels]
 
 
-def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) -> Any:
+def bars_figure(data: ReportData, wl: str, recs: Sequence[CaseView]) -> Any:
     from matplotlib.patches import Patch
 
     shown = bar_panels(data, wl, recs)
@@ -168,19 +169,19 @@ def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) ->
             r = cell.get(label)
             if r is None:
                 continue
-            if r["status"] != "ok":
-                ax.text(i, 0.02, status_word(r) or r["status"], transform=ax.get_xaxis_transform(),
+            if r.status != "ok":
+                ax.text(i, 0.02, status_word(r) or r.status, transform=ax.get_xaxis_transform(),
                         rotation=90, ha="center", va="bottom", fontsize=9,
-                        color=FAILED_RED if r["status"] not in NOT_RUN else "#777777")
+                        color=FAILED_RED if r.status not in NOT_RUN else "#777777")
                 continue
-            med = r["median_s"]
-            err = [[med - r["q25_s"]], [r["q75_s"] - med]]
+            med, (q25, q75) = timed(r), quartiles(r)
+            err = [[med - q25], [q75 - med]]
             ax.bar(i - 0.2, med, 0.4, color=colour(label), yerr=err, capsize=3, ecolor="#333333")
-            if r.get("first_call_s"):
-                ax.bar(i + 0.2, r["first_call_s"], 0.4, color="white", edgecolor=colour(label),
+            if r.first_call_s:
+                ax.bar(i + 0.2, r.first_call_s, 0.4, color="white", edgecolor=colour(label),
                        hatch="///", linewidth=1)
-            if r.get("noisy"):
-                ax.annotate("noisy", (i - 0.2, r["q75_s"]), textcoords="offset points", xytext=(0, 3),
+            if r.noisy:
+                ax.annotate("noisy", (i - 0.2, q75), textcoords="offset points", xytext=(0, 3),
                             ha="center", fontsize=7, color="#8a6d00")
         ax.set_yscale("log")
         ax.set_xlim(-0.6, len(labels) - 0.4)  # room for the status words of cases without bars
@@ -189,7 +190,7 @@ def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) ->
         ax.grid(axis="x", visible=False)
         seconds_axis(ax)
     axes[0].set_ylabel("time per call (log scale)")
-    dtypes = ", ".join(sorted({r["dtype"] for r in recs}))
+    dtypes = ", ".join(sorted({r.dtype for r in recs}))
     fig.suptitle(f"{wl} ({dtypes}): median time per call and first call", fontsize=12)
     fig.legend(handles=[Patch(color="#777777", label="median per call, IQR bars (steady state)"),
                         Patch(facecolor="white", edgecolor="#777777", hatch="///",
@@ -198,7 +199,7 @@ def bars_figure(data: ReportData, wl: str, recs: Sequence[Mapping[str, Any]]) ->
     return fig
 
 
-def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[float, Mapping[str, Any]]],
+def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[float, CaseView]],
                    found: list[Crossover], subtitle: str) -> Any:
     from matplotlib.ticker import FuncFormatter
 
@@ -206,9 +207,9 @@ def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[
     for label in data.labels([r for s in series.values() for r in s.values()]):
         pts = sorted(series[label].items())
         xs = [s for s, _ in pts]
-        ys = [r["median_s"] for _, r in pts]
-        lo = [r["median_s"] - r["q25_s"] for _, r in pts]
-        hi = [r["q75_s"] - r["median_s"] for _, r in pts]
+        ys = [timed(r) for _, r in pts]
+        lo = [timed(r) - quartiles(r)[0] for _, r in pts]
+        hi = [quartiles(r)[1] - timed(r) for _, r in pts]
         style = "--" if "·eager" in label else "-"
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o" + style, ms=4, capsize=2, color=colour(label), label=label)
     key = lead_changes(series, found)
@@ -243,29 +244,29 @@ def scaling_figure(data: ReportData, wl: str, name: str, series: dict[str, dict[
     return fig
 
 
-def lead_changes(series: dict[str, dict[float, Mapping[str, Any]]], found: list[Crossover]) -> list[Crossover]:
+def lead_changes(series: dict[str, dict[float, CaseView]], found: list[Crossover]) -> list[Crossover]:
     """The crossovers where the fastest backend·mode changes: the ones a reader acts on."""
     sizes = sorted({s for pts in series.values() for s in pts})
-    fastest = [min((lab for lab in series if s in series[lab]), key=lambda lab: series[lab][s]["median_s"])
+    fastest = [min((lab for lab in series if s in series[lab]), key=lambda lab: timed(series[lab][s]))
                for s in sizes]
     pairs = {frozenset(p) for p in zip(fastest, fastest[1:], strict=False) if p[0] != p[1]}
     return sorted((c for c in found if frozenset((c.faster_below, c.faster_above)) in pairs), key=lambda c: c.size)
 
 
-def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, Mapping[str, Any]]]]:
+def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, CaseView]]]:
     """(row title, label -> record) per problem of each workload at its smallest and largest size
     (and machine, dtype where they vary). Rows without a correct numpy·eager case have nothing to
     compare with and are left out.
     """
     many_machines = len(data.machines) > 1
-    many_dtypes = len({r["dtype"] for r in data.records}) > 1
-    rows: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    many_dtypes = len({r.dtype for r in data.records}) > 1
+    rows: dict[tuple, dict[str, CaseView]] = {}
     for r in data.records:
-        if r["status"] == "unavailable":
+        if r.status == "unavailable":
             continue
-        key = (r["workload"], data.points(r["workload"]).order(r), r["dtype"], r["machine"])
+        key = (r.workload, data.points(r.workload).order(r), r.dtype, r.machine)
         rows.setdefault(key, {})[data.label(r)] = r
-    compared = {k: cells for k, cells in rows.items() if any(r.get("speedup") for r in cells.values())}
+    compared = {k: cells for k, cells in rows.items() if any(r.speedup for r in cells.values())}
     # A sweep's ends only: the sizes between are in its scaling plot, and a row per size would
     # push the roofline below the first screens. A sweep is one problem (workloads/sizes.fixed_params).
     ends: dict[tuple, list[tuple]] = {}
@@ -302,13 +303,13 @@ def heatmap_figure(data: ReportData) -> Any:
             r = cells.get(label)
             if r is None:
                 continue
-            if r["status"] == "ok" and r.get("speedup"):
-                grid[i, j] = math.log2(r["speedup"])
-                ax.text(j, i, f"{r['speedup']:.2g}×" + ("*" if r.get("noisy") else ""), ha="center",
+            if r.status == "ok" and r.speedup:
+                grid[i, j] = math.log2(r.speedup)
+                ax.text(j, i, f"{r.speedup:.2g}×" + ("*" if r.noisy else ""), ha="center",
                         va="center", fontsize=8, color="white" if abs(grid[i, j]) > 2.5 else "black")
             else:
-                failed = r["status"] not in NOT_RUN
-                word = status_word(r) or r["status"]
+                failed = r.status not in NOT_RUN
+                word = status_word(r) or r.status
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=FAILED_GREY if failed else NOT_RUN_GREY,
                                        hatch="xx" if failed else None, edgecolor="white", linewidth=0))
                 ax.text(j, i, word, ha="center", va="center", fontsize=7, fontweight="bold" if failed else None,
@@ -341,19 +342,19 @@ def heatmap_figure(data: ReportData) -> Any:
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
 
 
-def roofline_figure(data: ReportData, machine: str, dtype: str, pts: Sequence[Mapping[str, Any]],
+def roofline_figure(data: ReportData, machine: str, dtype: str, pts: Sequence[CaseView],
                     left_out: list[str]) -> Any:
     from matplotlib.lines import Line2D
 
     fig, (ax,) = _figure(9.5, 5.6)
-    workloads = sorted({r["workload"] for r in pts})
+    workloads = sorted({r.workload for r in pts})
     marker = {wl: MARKERS[i % len(MARKERS)] for i, wl in enumerate(workloads)}
     labels = data.labels(pts)
-    xs = [r["intensity"] for r in pts]
+    xs = [x for r in pts if (x := r.intensity) is not None]  # the caller passes those with one
     lo_x, hi_x = min(xs) / 3, max(xs) * 3
     peaks = data.peaks(machine)
     roofs = []
-    for device in sorted({kind_of(r.get("device", "cpu")) for r in pts}):
+    for device in sorted({kind_of(r.device) for r in pts}):
         flop_roof, bw_roof = bound.roofs(peaks, device, dtype)
         if flop_roof and bw_roof:
             roofs.append((device.upper(), flop_roof, bw_roof))
@@ -378,13 +379,13 @@ def roofline_figure(data: ReportData, machine: str, dtype: str, pts: Sequence[Ma
         ax.annotate(f"{name} memory roof: {bw_roof:.3g} GB/s", (at, at * bw_roof), textcoords="offset points",
                     xytext=(-6, 4), ha="right", va="bottom", fontsize=8,
                     bbox={"facecolor": "white", "alpha": 0.8, "pad": 1, "linewidth": 0})
-    sizes = [r["size"] for r in pts if isinstance(r.get("size"), int | float) and r["size"] > 0]
+    sizes = [r.size for r in pts if isinstance(r.size, int | float) and r.size > 0]
     smallest, largest = (min(sizes), max(sizes)) if sizes else (1, 1)
     for r in pts:
-        size = r.get("size")
+        size = r.size
         frac = (math.log(size / smallest) / math.log(largest / smallest)
                 if isinstance(size, int | float) and size > 0 and largest > smallest else 1.0)
-        ax.scatter(r["intensity"], r["gflops"], s=18 + 70 * frac, marker=marker[r["workload"]],
+        ax.scatter(r.intensity, r.gflops, s=18 + 70 * frac, marker=marker[r.workload],
                    color=colour(data.label(r)), edgecolors="black", linewidths=0.4, alpha=0.85, zorder=3)
     ax.set_xscale("log")
     ax.set_yscale("log")

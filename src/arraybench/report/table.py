@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from arraybench.output import formats
 from arraybench.output.formats import text_table
 from arraybench.planning.case import label
-from arraybench.results.record import FAILED
+from arraybench.report.view import CaseView, timed
+from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
 from arraybench.workloads.sizes import fixed_params
@@ -24,34 +25,34 @@ def listed(names: Sequence[str]) -> str:
     return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
 
 
-def row_label(r: Mapping[str, Any], devices: set[str], machines: frozenset[str] = frozenset()) -> str:
+def row_label(r: CaseRecord, devices: set[str], machines: frozenset[str] = frozenset()) -> str:
     return label(r, device=len(devices) > 1, machine=len(machines) > 1)
 
 
-def speedups(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str | None], float]:
+def speedups(records: Iterable[CaseRecord]) -> dict[tuple[str, str | None], float]:
     """Per (record id, machine): NumPy's median over this one's, at the same workload, params,
     dtype, machine and Python environment."""
     recs = list(records)
     base = {
-        (r["workload"], _params_key(r), r["dtype"], r.get("machine"), r.get("env")): r["median_s"]
+        (r.workload, _params_key(r), r.dtype, r.machine, r.env): r.median_s
         for r in recs
-        if r["backend"] == "numpy" and r["mode"] == "eager" and r["status"] == "ok"
+        if r.backend == "numpy" and r.mode == "eager" and r.status == "ok"
     }
     out = {}
     for r in recs:
-        b = base.get((r["workload"], _params_key(r), r["dtype"], r.get("machine"), r.get("env")))
-        if b and r["status"] == "ok" and r.get("median_s"):
-            out[(r["id"], r.get("machine"))] = b / r["median_s"]
+        b = base.get((r.workload, _params_key(r), r.dtype, r.machine, r.env))
+        if b and r.status == "ok" and r.median_s:
+            out[(r.id, r.machine)] = b / r.median_s
     return out
 
 
-def _params_key(r: Mapping[str, Any]) -> tuple:
-    return tuple(sorted(r["params"].items()))
+def _params_key(r: CaseRecord) -> tuple:
+    return tuple(sorted(r.params.items()))
 
 
-def size_param(records: Sequence[Mapping[str, Any]]) -> str:
+def size_param(records: Sequence[CaseRecord]) -> str:
     """The parameter whose value is each record's size (records do not name it)."""
-    keys = [k for k in records[0]["params"] if all(r["params"].get(k) == r.get("size") for r in records)]
+    keys = [k for k in records[0].params if all(r.params.get(k) == r.size for r in records)]
     return keys[0] if len(keys) == 1 else "size"
 
 
@@ -65,31 +66,31 @@ class Points:
     names: tuple[str, ...]
 
     @classmethod
-    def of(cls, records: Sequence[Mapping[str, Any]]) -> Points:
+    def of(cls, records: Sequence[CaseRecord]) -> Points:
         name = size_param(records)
-        keys = sorted({k for r in records for k in r["params"]})
-        moving = [k for k in keys if len({repr(r["params"].get(k)) for r in records}) > 1 and k != name]
-        has_size = any(name in r["params"] for r in records)
+        keys = sorted({k for r in records for k in r.params})
+        moving = [k for k in keys if len({repr(r.params.get(k)) for r in records}) > 1 and k != name]
+        has_size = any(name in r.params for r in records)
         return cls(name, (name, *moving) if has_size else tuple(moving))
 
-    def fixed(self, r: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    def fixed(self, r: CaseRecord) -> tuple[tuple[str, Any], ...]:
         """The record's problem: its parameters other than the size."""
-        return fixed_params(r["params"], self.size_param)
+        return fixed_params(r.params, self.size_param)
 
-    def text(self, r: Mapping[str, Any]) -> str:
+    def text(self, r: CaseRecord) -> str:
         """'n=64', or 'n=64, m=128' where m varies too: a column of the tables."""
         if not self.names:
-            return f"size {r.get('size')}"
-        return ", ".join(f"{k}={r['params'].get(k)}" for k in self.names)
+            return f"size {r.size}"
+        return ", ".join(f"{k}={r.params.get(k)}" for k in self.names)
 
-    def problem(self, r: Mapping[str, Any]) -> str:
+    def problem(self, r: CaseRecord) -> str:
         """'m=128' where the workload's cases differ in more than the size; '' where they do not."""
-        return ", ".join(f"{k}={r['params'].get(k)}" for k in self.names if k != self.size_param)
+        return ", ".join(f"{k}={r.params.get(k)}" for k in self.names if k != self.size_param)
 
-    def order(self, r: Mapping[str, Any]) -> tuple:
+    def order(self, r: CaseRecord) -> tuple:
         """Columns by size, then by the other parameters that vary."""
-        others = (size_sort_key(r["params"].get(k)) for k in self.names if k != self.size_param)
-        return (size_sort_key(r.get("size")), *others)
+        others = (size_sort_key(r.params.get(k)) for k in self.names if k != self.size_param)
+        return (size_sort_key(r.size), *others)
 
     def apart(self) -> str:
         """Where the cases differ in more than the size: that, and what it means; else ''."""
@@ -119,21 +120,23 @@ def size_text(v: float, estimate: bool = False) -> str:
     return power if mant == "1" else f"{mant}·{power}"
 
 
-def cell(r: Mapping[str, Any], speedup: float | None) -> str:
-    status = r["status"]
+def cell(r: CaseRecord, speedup: float | None) -> str:
+    status = r.status
     if status == "ok":
-        iqr = 100 * r["iqr_s"] / r["median_s"] if r["median_s"] else 0.0
-        time = format_seconds(r["median_s"])
-        if r.get("harness_s"):
-            time += f" (harness {format_seconds(r['harness_s'])})"
+        iqr = 100 * (r.iqr_s or 0.0) / r.median_s if r.median_s else 0.0
+        time = format_seconds(r.median_s)
+        # A view carries the report's derived figures; a bare record (`arraybench show`) has none.
+        view = r if isinstance(r, CaseView) else None
+        if view and view.harness_s:
+            time += f" (harness {format_seconds(view.harness_s)})"
         parts = [f"{time} ±{iqr:.0f}%"]
         if speedup is not None:
             parts.append(f"{speedup:.2f}×")
-        if r.get("first_call_s") is not None:
-            parts.append(f"1st {format_seconds(r['first_call_s'])}")
-        if r.get("bound"):
-            parts.append(r["bound"])
-        return " · ".join(parts) + (" (noisy)" if r.get("noisy") else "")
+        if r.first_call_s is not None:
+            parts.append(f"1st {format_seconds(r.first_call_s)}")
+        if view and view.bound:
+            parts.append(view.bound)
+        return " · ".join(parts) + (" (noisy)" if r.noisy else "")
     if status == "wrong":
         detail = check_detail(r)
         return f"WRONG ({detail})" if detail else f"WRONG (rel err {check_text(r)})"
@@ -144,64 +147,64 @@ def cell(r: Mapping[str, Any], speedup: float | None) -> str:
 WRONG_PREFIX = "wrong result: "
 
 
-def check_detail(r: Mapping[str, Any]) -> str:
+def check_detail(r: CaseRecord) -> str:
     """Why a wrong case is wrong, where its error does not exceed a tolerance (a wrong shape, NaN in
     the output: `rel_err` is null; a workload's own check): the check's own words; else ''."""
-    err, tol = r.get("rel_err"), r.get("tolerance")
-    if r["status"] != "wrong" or (err is not None and tol is not None and err > tol):
+    err, tol = r.rel_err, r.tolerance
+    if r.status != "wrong" or (err is not None and tol is not None and err > tol):
         return ""
-    return (r.get("error") or "").removeprefix(WRONG_PREFIX) or ("rel err not finite" if err is None else "")
+    return (r.error or "").removeprefix(WRONG_PREFIX) or ("rel err not finite" if err is None else "")
 
 
-def check_text(r: Mapping[str, Any]) -> str:
+def check_text(r: CaseRecord) -> str:
     """A checked case's error against its tolerance ('3.1e-07 ≤ 1.0e-04'), or check_detail."""
     if detail := check_detail(r):
         return detail
-    err, tol = r.get("rel_err"), r.get("tolerance")
+    err, tol = r.rel_err, r.tolerance
     if err is None:
         return ""
     return f"{err:.1e}" if tol is None else f"{err:.1e} {'≤' if err <= tol else '>'} {tol:.1e}"
 
 
-def unavailable(records: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+def unavailable(records: Iterable[CaseRecord]) -> dict[str, str]:
     """Backend -> why it could not run here: said once, not in a row per case."""
     out: dict[str, str] = {}
     for r in records:
-        if r["status"] == "unavailable":
-            out.setdefault(r["backend"], r.get("error") or "unavailable")
+        if r.status == "unavailable":
+            out.setdefault(r.backend, r.error or "unavailable")
     return dict(sorted(out.items()))
 
 
-def unavailable_line(records: Iterable[Mapping[str, Any]]) -> str:
+def unavailable_line(records: Iterable[CaseRecord]) -> str:
     gone = unavailable(records)
     return "Not available here: " + "; ".join(f"{b} ({why})" for b, why in gone.items()) if gone else ""
 
 
-def _by_table(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+def _by_table(records: Iterable[CaseRecord]) -> dict[tuple[str, str], list[CaseRecord]]:
     """The records of each table, by (workload, dtype); a backend unavailable here has no row."""
-    out: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    out: dict[tuple[str, str], list[CaseRecord]] = defaultdict(list)
     for r in records:
-        if r["status"] != "unavailable":
-            out[(r["workload"], r["dtype"])].append(r)
+        if r.status != "unavailable":
+            out[(r.workload, r.dtype)].append(r)
     return dict(sorted(out.items()))
 
 
-def points_by_workload(records: Iterable[Mapping[str, Any]]) -> dict[str, Points]:
+def points_by_workload(records: Iterable[CaseRecord]) -> dict[str, Points]:
     """Each workload's Points, over all its records (every dtype, machine and status)."""
-    recs: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    recs: dict[str, list[CaseRecord]] = defaultdict(list)
     for r in records:
-        recs[r["workload"]].append(r)
+        recs[r.workload].append(r)
     return {wl: Points.of(rs) for wl, rs in recs.items()}
 
 
-def _grid(recs: Sequence[Mapping[str, Any]], pts: Points, shown: Callable[[Mapping[str, Any]], str]
+def _grid(recs: Sequence[CaseRecord], pts: Points, shown: Callable[[CaseRecord], str]
           ) -> tuple[list[str], list[list[str]], list[str]]:
     """(header, rows, column texts): a row per backend·mode, a column per point, `shown` in each cell."""
-    devices = {r.get("device", "cpu") for r in recs}
+    devices = {r.device for r in recs}
     # Several machines (a cluster run, or files merged): their rows side by side.
-    machines = frozenset(r["machine"] for r in recs if r.get("machine"))
+    machines = frozenset(r.machine for r in recs if r.machine)
     columns = [pts.text(r) for r in sorted({pts.text(r): r for r in recs}.values(), key=pts.order)]
-    rows_by_label: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+    rows_by_label: dict[str, dict[str, CaseRecord]] = defaultdict(dict)
     for r in recs:
         rows_by_label[row_label(r, devices, machines)][pts.text(r)] = r
     rows = [[label, *[shown(cells[c]) if c in cells else "" for c in columns]]
@@ -209,7 +212,7 @@ def _grid(recs: Sequence[Mapping[str, Any]], pts: Points, shown: Callable[[Mappi
     return ["backend·mode", *columns], rows, columns
 
 
-def tables(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+def tables(records: Sequence[CaseRecord]) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """Per workload and dtype: (title, header, rows, notes). A column is a point of the workload's
     parameters, named by those that vary; notes carry the fastest correct case per point, and every
     failure's reason, once per backend·mode; backends unavailable on this machine get no row (see
@@ -219,29 +222,29 @@ def tables(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], l
     out = []
     for (wl, dtype), recs in _by_table(records).items():
         pts = points[wl]
-        devices = {r.get("device", "cpu") for r in recs}
-        machines = frozenset(r["machine"] for r in recs if r.get("machine"))
-        header, rows, columns = _grid(recs, pts, lambda r: cell(r, sp.get((r["id"], r.get("machine")))))
+        devices = {r.device for r in recs}
+        machines = frozenset(r.machine for r in recs if r.machine)
+        header, rows, columns = _grid(recs, pts, lambda r: cell(r, sp.get((r.id, r.machine))))
         best = []
         for c in columns:
-            ok = [r for r in recs if pts.text(r) == c and r["status"] == "ok"]
+            ok = [r for r in recs if pts.text(r) == c and r.status == "ok"]
             if ok:
-                fastest = min(ok, key=lambda r: r["median_s"])
-                named = f"{row_label(fastest, devices, machines)} ({format_seconds(fastest['median_s'])})"
-                tied = [row_label(r, devices, machines) for r in sorted(ok, key=lambda r: r["median_s"])
+                fastest = min(ok, key=timed)
+                named = f"{row_label(fastest, devices, machines)} ({format_seconds(fastest.median_s)})"
+                tied = [row_label(r, devices, machines) for r in sorted(ok, key=timed)
                         if r is not fastest and bracket.order(fastest, r) != -1]
                 best.append(f"{c}: no fastest correct case beyond noise: {listed([named, *tied])} are "
                             "within noise of each other" if tied else f"{c}: fastest correct is {named}")
         reasons: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         for r in recs:
-            if r["status"] != "ok" and r.get("error"):
-                reasons[(row_label(r, devices, machines), r["status"], r["error"])].append(pts.text(r))
+            if r.status != "ok" and r.error:
+                reasons[(row_label(r, devices, machines), r.status, r.error)].append(pts.text(r))
         notes = [pts.apart()] if pts.apart() else []
         notes += best + [
             f"{label}{_at_points(at, columns)}: {status} — {error}"
             for (label, status, error), at in sorted(reasons.items())
         ]
-        numpy = " · speedup vs numpy" if any((r["id"], r.get("machine")) in sp for r in recs) else ""
+        numpy = " · speedup vs numpy" if any((r.id, r.machine) in sp for r in recs) else ""
         title = f"{wl} ({dtype}; median per call ± IQR{numpy} · first call · bound)"
         out.append((title, header, rows, notes))
     return out
@@ -254,7 +257,7 @@ def _at_points(at: list[str], columns: list[str]) -> str:
     return " at " + "; ".join(c for c in columns if c in at)
 
 
-def checks(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], list[list[str]]]]:
+def checks(records: Sequence[CaseRecord]) -> list[tuple[str, list[str], list[list[str]]]]:
     """Per workload and dtype: (title, header, rows) of each checked case's error against its tolerance."""
     points = points_by_workload(records)
     out = []
@@ -266,7 +269,7 @@ def checks(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str], l
     return out
 
 
-def render_text(records: Sequence[Mapping[str, Any]],
+def render_text(records: Sequence[CaseRecord],
                 draw: Callable[[list[str], list[list[str]]], str] | None = None) -> str:
     """The tables for a terminal; `draw` renders each (default: the padded text table)."""
     draw = draw or text_table
@@ -281,7 +284,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return formats.markdown_table(header, rows).splitlines()
 
 
-def render_markdown(records: Sequence[Mapping[str, Any]]) -> str:
+def render_markdown(records: Sequence[CaseRecord]) -> str:
     blocks = []
     for title, header, rows, notes in tables(records):
         md = [f"### {title}", "", *markdown_table(header, rows)]
@@ -291,7 +294,7 @@ def render_markdown(records: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def render_checks_markdown(records: Sequence[Mapping[str, Any]]) -> str:
+def render_checks_markdown(records: Sequence[CaseRecord]) -> str:
     """Each checked case's error against its tolerance, a table per workload and dtype."""
     return "\n\n".join("\n".join([f"### {title}", "", *markdown_table(header, rows)])
                         for title, header, rows in checks(records))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.report.model import ReportData, status_word
+from arraybench.report.view import CaseView, timed
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
 from arraybench.workloads import WORKLOADS
@@ -39,15 +40,15 @@ class Series:
     label: str
     dtype: str
     fixed: tuple[tuple[str, Any], ...]
-    cells: Mapping[int, Mapping[str, Mapping[str, Any]]]  # b -> form -> record (any status)
+    cells: Mapping[int, Mapping[str, CaseView]]  # b -> form -> record (any status)
 
     @property
     def sizes(self) -> list[int]:
         return sorted(self.cells)
 
-    def ok(self, b: int, form: str) -> Mapping[str, Any] | None:
+    def ok(self, b: int, form: str) -> CaseView | None:
         r = self.cells[b].get(form)
-        return r if r is not None and r["status"] == "ok" and r.get("median_s") else None
+        return r if r is not None and r.status == "ok" and r.median_s else None
 
     def verdict(self, b: int) -> str | None:
         """Whether vmap beats the loop at `b` by the intervals; None where either has no correct time."""
@@ -59,35 +60,35 @@ class Series:
     def ratio(self, b: int, form: str, other: str) -> float | None:
         """`form`'s median over `other`'s at `b`; None where either has no correct time."""
         a, z = self.ok(b, form), self.ok(b, other)
-        return a["median_s"] / z["median_s"] if a and z else None
+        return a["median_s"] / z.median_s if a and z else None
 
     @property
     def not_run(self) -> dict[str, str]:
         """Why a form did not run (its `cannot` reason or the framework's absence), by form."""
-        return {form: r.get("error") or r["status"] for cell in self.cells.values()
-                for form, r in cell.items() if r["status"] in ("unsupported", "unavailable")}
+        return {form: r.error or r.status for cell in self.cells.values()
+                for form, r in cell.items() if r.status in ("unsupported", "unavailable")}
 
 
-def compare(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
+def compare(a: CaseView, b: CaseView) -> str:
     """BEATS where `a` is faster than `b` beyond noise, LOSES where slower, else NOISE (bracket.order:
     the test behind every claim of the report)."""
     return {-1: BEATS, 1: LOSES, 0: NOISE}[bracket.order(a, b)]
 
 
-def family_of(r: Mapping[str, Any]) -> tuple[str, str] | None:
-    wl = WORKLOADS.get(r["workload"])
+def family_of(r: CaseView) -> tuple[str, str] | None:
+    wl = WORKLOADS.get(r.workload)
     return wl.family if wl is not None else None
 
 
 def series(data: ReportData) -> list[Series]:
     """Every family·backend·mode the data holds, in a stable order (family, fixed params, dtype, label)."""
-    groups: dict[tuple, dict[int, dict[str, Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
+    groups: dict[tuple, dict[int, dict[str, CaseView]]] = defaultdict(lambda: defaultdict(dict))
     for r in data.records:
         fam = family_of(r)
-        if fam is None or r["status"] == "unavailable":  # a missing framework is one line atop the report
+        if fam is None or r.status == "unavailable":  # a missing framework is one line atop the report
             continue
-        fixed = tuple(sorted((k, v) for k, v in r["params"].items() if k != "b"))
-        groups[(fam[0], fixed, r["dtype"], data.label(r))][int(r["params"]["b"])][fam[1]] = r
+        fixed = tuple(sorted((k, v) for k, v in r.params.items() if k != "b"))
+        groups[(fam[0], fixed, r.dtype, data.label(r))][int(r.params["b"])][fam[1]] = r
     order = {lab: i for i, lab in enumerate(data.labels())}
     keys = sorted(groups, key=lambda k: (k[0], str(k[1]), k[2], order.get(k[3], len(order)), k[3]))
     return [Series(k[0], k[3], k[2], k[1], {b: dict(c) for b, c in groups[k].items()}) for k in keys]
@@ -143,9 +144,9 @@ def _cell(s: Series, b: int, form: str) -> str:
     r = s.cells[b].get(form)
     if r is None:
         return ""
-    if r["status"] != "ok" or not r.get("median_s"):
-        return status_word(r) or r["status"]
-    return format_seconds(r["median_s"])
+    if r.status != "ok" or not r.median_s:
+        return status_word(r) or r.status
+    return format_seconds(r.median_s)
 
 
 def _versus(s: Series, b: int) -> str:
@@ -248,11 +249,11 @@ def plots(data: ReportData, save: Callable[[str, str, str, Any], None]) -> None:
                 pts = [(b, r) for b in s.sizes if (r := s.ok(b, form)) is not None]
                 if not pts:
                     continue
-                ys = [r["median_s"] for _, r in pts]
+                ys = [r.median_s for _, r in pts]
                 # The interval need not hold the median (it is the pooled one, the median weighs each
                 # process alike): the bars are drawn from the median outward, no shorter than nothing.
-                lo = [max(0.0, r["median_s"] - (r.get("ci_low_s") or r["median_s"])) for _, r in pts]
-                hi = [max(0.0, (r.get("ci_high_s") or r["median_s"]) - r["median_s"]) for _, r in pts]
+                lo = [max(0.0, timed(r) - (r.ci_low_s or timed(r))) for _, r in pts]
+                hi = [max(0.0, (r.ci_high_s or timed(r)) - timed(r)) for _, r in pts]
                 colour, fmt = FORM_STYLE[form]
                 ax.errorbar([b for b, _ in pts], ys, yerr=[lo, hi], fmt=fmt, ms=4, capsize=2, color=colour,
                             label=form)

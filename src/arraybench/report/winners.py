@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from arraybench.report.answer import leads
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
+from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED
 from arraybench.stats import bracket
 
@@ -90,13 +91,13 @@ def anchor(workload: str, dtype: str, machine: str, problem: str = "") -> str:
 
 def rows(data: ReportData) -> list[Row]:
     """Every problem with a case that ran (correct or not), in the order of the written answer."""
-    groups: dict[tuple[str, str, str, tuple], list[Mapping[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, tuple], list[CaseView]] = defaultdict(list)
     for r in data.records:
-        if r["status"] == "ok" or r["status"] in FAILED:
-            groups[(r["workload"], r["dtype"], r["machine"], data.points(r["workload"]).fixed(r))].append(r)
+        if r.status == "ok" or r.status in FAILED:
+            groups[(r.workload, r.dtype, r.machine, data.points(r.workload).fixed(r))].append(r)
     many_dtypes = len({k[1] for k in groups}) > 1
 
-    def first(kv: tuple[tuple, list[Mapping[str, Any]]]) -> tuple:  # problems by their smallest point
+    def first(kv: tuple[tuple, list[CaseView]]) -> tuple:  # problems by their smallest point
         return (*kv[0][:3], min(data.points(kv[0][0]).order(r) for r in kv[1]))
 
     out = []
@@ -108,22 +109,22 @@ def rows(data: ReportData) -> list[Row]:
     return out
 
 
-def _cells(data: ReportData, recs: Sequence[Mapping[str, Any]]) -> tuple[Cell, ...]:
+def _cells(data: ReportData, recs: Sequence[CaseView]) -> tuple[Cell, ...]:
     """The sizes answer.leads ranks, and those where nothing was correct, small to large."""
     def failed(size: Any) -> tuple[str, ...]:
         return tuple(sorted(f"{data.label(r)} {status_word(r)}" for r in recs
-                            if r["status"] in FAILED and r.get("size") == size))
+                            if r.status in FAILED and r.size == size))
 
     cells = []
     for lead in leads(data, recs):
-        rivals = sorted((r for r in recs if r["status"] == "ok" and r.get("median_s") and r.get("size") == lead.size
-                         and r is not lead.best), key=lambda r: r["median_s"])
+        rivals = sorted((r for r in recs if r.status == "ok" and r.median_s and r.size == lead.size
+                         and r is not lead.best), key=timed)
         second = rivals[0] if rivals else None
-        ratio = second["median_s"] / lead.best["median_s"] if second and not lead.tied else None
+        ratio = timed(second) / timed(lead.best) if second and not lead.tied else None
         cells.append(Cell(lead.size, data.label(lead.best), data.label(second) if lead.tied and second else None,
-                          ratio, failed(lead.size), lead.best.get("bound")))
+                          ratio, failed(lead.size), lead.best.bound))
     ranked = {c.size for c in cells}
-    for size in {r.get("size") for r in recs} - {r.get("size") for r in recs if r["status"] == "ok"} - ranked:
+    for size in {r.size for r in recs} - {r.size for r in recs if r.status == "ok"} - ranked:
         cells.append(Cell(size, None, None, None, failed(size), None))
     return tuple(sorted(cells, key=lambda c: size_sort_key(c.size)))
 

@@ -27,7 +27,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +107,21 @@ class Results:
         """Each machine's environment: a cluster run's machine lines, else the header's one machine."""
         return self.machine_lines or {self.environment.get("hostname", "?"): self.environment}
 
+    def host(self, r: CaseRecord | None = None) -> str:
+        """The host name `r` ran on (a cluster run's record names it), or the run's own (its header's)."""
+        return (r.machine if r is not None else None) or self.environment.get("hostname", "?")
+
+    def machine_key(self, r: CaseRecord | None = None) -> str:
+        """The machine `r` ran on (None: the run's own), as the report, the site and the store tell
+        machines apart: its environment's fingerprint (host, CPU and cores, GPUs), so two hosts both
+        called `vm` with other hardware are two machines. A host the run recorded no environment
+        of is known by its name alone."""
+        from arraybench.machine.environment import fingerprint
+
+        host = self.host(r)
+        env = self.machines.get(host) or (self.environment if host == self.host() else {"hostname": host})
+        return fingerprint(env)
+
     def latest(self) -> dict[str, CaseRecord]:
         """The last record of each case id (a resumed run may have retried a case)."""
         return {r.id: r for r in self.records}
@@ -139,12 +154,11 @@ class Results:
             import pandas as pd
         except ImportError:
             raise UsageError("to_dataframe needs pandas (pip install 'arraybench[report]')") from None
-        from arraybench.machine.environment import fingerprint
         from arraybench.results.run_ids import run_id
 
-        rid, machine = run_id(self.header), fingerprint(self.environment)
+        rid = run_id(self.header)
         return pd.DataFrame(
-            [{"run_id": rid, "machine": machine, **flat_record(r)} for r in self.latest().values()]
+            [{"run_id": rid, "machine": self.machine_key(r), **flat_record(r)} for r in self.latest().values()]
         )
 
 
@@ -453,10 +467,3 @@ def _case_problem(obj: dict[str, Any]) -> str:
     return ""
 
 
-def merge(results: Iterable[Results]) -> list[CaseRecord]:
-    """All records of several files, each tagged with the machine it ran on."""
-    out = []
-    for res in results:
-        machine = res.environment.get("hostname", "?")
-        out += [r if r.machine is not None else dataclasses.replace(r, machine=machine) for r in res.records]
-    return out

@@ -3,7 +3,7 @@
 Every field is declared once, here, with its type, unit and meaning; the results file's case and
 replicate lines, docs/results-format.md and the CSV columns all come from these declarations. A
 record is built in one place (`CaseRecord.blank`) and extended with `dataclasses.replace`; no
-reader changes one. Numbers a report derives from records live in report.model.CaseView.
+reader changes one. Numbers a report derives from records live in report.view.CaseView.
 
 One class serves both a process's record (a replicate line) and the case's record over its
 processes (a case line): they share all but a few fields, and a case that fails in its first

@@ -23,9 +23,9 @@ class Verdict:
     def text(self) -> str:
         """'torch·eager·gpu (85 µs, 95 % interval 80 µs–90 µs; 3.1× ahead of cupy·eager·gpu)'."""
         best = self.lead.best
-        low, high = best.get("ci_low_s"), best.get("ci_high_s")
+        low, high = best.ci_low_s, best.ci_high_s
         interval = f", 95 % interval {format_seconds(low)}–{format_seconds(high)}" if low and high else ""
-        return f"{self.label} ({format_seconds(best['median_s'])}{interval}; {self.lead.margin})"
+        return f"{self.label} ({format_seconds(best.median_s)}{interval}; {self.lead.margin})"
 
 
 @dataclass(frozen=True)

@@ -97,10 +97,10 @@ class SiteData:
                   for host, env in res.machines.items()}
             views = []
             for view in ReportData.from_results([res]).records:
-                m, header = on.get(view["machine"]) or (machines[fingerprint(res.environment)], res.header)
+                m, header = on.get(view.machine) or (machines[fingerprint(res.environment)], res.header)
                 views.append((m, view))
                 latest[m.key][view.record.id] = view
-                headers[m.key][view["machine"]] = header
+                headers[m.key][view.machine] = header
             runs.append(Run(run_id(res.header), str(res.header.get("started", "")), res, tuple(views)))
         # A machine a cluster run named but gave no case is left out.
         ordered = sorted((m for m in machines.values() if latest.get(m.key)), key=lambda m: m.name)
@@ -108,11 +108,11 @@ class SiteData:
 
     @property
     def workloads(self) -> list[str]:
-        return sorted({r["workload"] for data in self.latest.values() for r in data.records})
+        return sorted({r.workload for data in self.latest.values() for r in data.records})
 
     @property
     def frameworks(self) -> list[str]:
-        return sorted({v["backend"] for run in self.runs for _, v in run.views if v["status"] != "unavailable"})
+        return sorted({v.backend for run in self.runs for _, v in run.views if v.status != "unavailable"})
 
     @cached_property
     def points(self) -> dict[str, Points]:
@@ -125,8 +125,8 @@ class SiteData:
         groups: dict[tuple[str, str, tuple], dict[str, list[CaseView]]] = defaultdict(dict)
         for key, data in self.latest.items():
             for r in data.records:
-                pts = self.points[r["workload"]]
-                groups[(r["workload"], r["dtype"], pts.fixed(r))].setdefault(key, []).append(r)
+                pts = self.points[r.workload]
+                groups[(r.workload, r.dtype, pts.fixed(r))].setdefault(key, []).append(r)
 
         def first(item: tuple[tuple, dict[str, list[CaseView]]]) -> tuple:
             pts = self.points[item[0][0]]
@@ -148,8 +148,8 @@ class SiteData:
         out: dict[str, VersionTable] = {}
         for run in self.runs:
             for m, v in run.views:
-                version = (v.get("backend_info") or {}).get("version")
-                if v["backend"] != backend or v["status"] != "ok" or not v.get("median_s") or not version:
+                version = (v.backend_info or {}).get("version")
+                if v.backend != backend or v.status != "ok" or not v.median_s or not version:
                     continue
                 table = out.setdefault(m.key, VersionTable(m, {}, {}))
                 table.cases.setdefault(benchmark_name(v.record), {})[str(version)] = v

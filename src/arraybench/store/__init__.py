@@ -105,7 +105,7 @@ MIGRATIONS: list[tuple[str | Spelled | Callable[[Store], object], ...]] = [
         "DROP INDEX cases_run",
         "CREATE UNIQUE INDEX cases_run_seq ON cases(run_id, seq)",
     ),
-    # 4: figures, the report's derived figures of a case (report.model.FIGURES: bound, speedup,
+    # 4: figures, the report's derived figures of a case (report.view.FIGURES: bound, speedup,
     #    GFLOP/s, GB/s, intensity, % of peak) as a JSON object on the latest record of each case of
     #    a run, so a user's SQL and the published site read them without recomputing. They depend
     #    on the whole run (speedup is against its NumPy case), so they are filled per run: here for
