@@ -4,7 +4,9 @@
 import json
 import math
 import random
+import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,12 +14,16 @@ import pytest
 from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
 from arraybench.planning.case import Case
 from arraybench.results import Results
+from arraybench.site import across, load_store
+from arraybench.site.history import SiteHistory
+from arraybench.site.html import index_page
 from arraybench.stats.changes import Series, steps
 from arraybench.store import Store
 from arraybench.store.history import changes, read_history
 from arraybench.workloads import blank_record
 
 RUNS = 120
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def noisy_series(rng: np.random.Generator, count: int, runs: int = RUNS, sd: float = 0.03) -> np.ndarray:
@@ -152,3 +158,45 @@ def test_an_improvement_is_listed_and_exits_0(tmp_path, run_cli):
                       (ids[20],))
     code, out, _ = run_cli("history", "--changes", "--store", str(tmp_path / "s.db"))
     assert code == EXIT_OK and out.startswith("1 faster:\n") and "% faster (95 %: " in out
+
+
+def test_a_version_5_store_gets_its_times_as_columns_and_a_history(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript((FIXTURES / "store-v5.sql").read_text())
+        (record,) = [json.loads(r) for (r,) in conn.execute("SELECT record FROM cases")]
+    with Store(db) as st:
+        assert st.conn.execute("SELECT median_s, ci_low_s, ci_high_s FROM cases").fetchall() == [
+            (record["median_s"], *record["ci95_s"])]
+        (machine,) = read_history(st)
+        (series,) = machine.series.values()
+        assert series.medians == [record["median_s"]] and series.spec["workload"] == record["workload"]
+
+
+def test_the_site_lists_the_change_first_and_plots_each_case_over_time(tmp_path):
+    ids = stored_history(tmp_path / "s.db")
+    history = SiteHistory.read(str(tmp_path / "s.db"))
+    site = load_store(str(tmp_path / "s.db"))
+    index = index_page(site, across(site), history.section())
+    assert index.index('id="changes"') < index.index('id="answer"')  # the first thing on the first screen
+    assert "torch·eager sort (float64) at n=10⁶ on the box</a>: <b class=\"slower\">20 % slower" in index
+    pages = history.pages()
+    assert sorted(pages) == ["history/box-add.html", "history/box-sort.html", "history/index.html"]
+    sort = pages["history/box-sort.html"]
+    assert sort.count("<svg") == 2 and "<script" not in sort  # torch's and numpy's sort
+    link = index.split('<li><a href="', 1)[1].split('"', 1)[0]
+    assert link.startswith("history/box-sort.html#") and f'id="{link.split("#")[1]}"' in sort
+    torch = sort[sort.index(f'id="{link.split("#")[1]}"'):]
+    assert '>2.13</text>' in torch.split("</svg>")[0]  # the version change, marked where it happened
+    assert f"20 % slower (95 %: 19–22 %) from run {ids[20]}</title>" in torch.split("</svg>")[0]
+    assert "1 lasting changes in 2 workload·machine histories" in pages["history/index.html"]
+
+
+def test_a_hostile_workload_name_is_text_on_the_history_pages(tmp_path):
+    with Store(tmp_path / "s.db") as st:
+        for r in range(12):
+            header = {"schema": 2, "run_id": f"r{r:02d}", "started": f"2026-01-{r + 1:02d}T00:00:00+0000",
+                      "settings": {}, "environment": {"hostname": "<b>box</b>", "versions": {}}}
+            st.add_results(Results(header=header, records=[record("<script>x</script>", "numpy", 10, 1e-3)]))
+    text = "".join(SiteHistory.read(str(tmp_path / "s.db")).pages().values())
+    assert "<script>" not in text and "&lt;script&gt;x&lt;/script&gt;" in text and "<b>box" not in text
