@@ -9,7 +9,15 @@ from dataclasses import dataclass
 
 from arraybench.site.html import e, page, run_href, slug
 from arraybench.store import Store
-from arraybench.store.history import Change, MachineHistory, SeriesHistory, found, read_history
+from arraybench.store.history import (
+    Change,
+    MachineHistory,
+    SeriesHistory,
+    found,
+    read_history,
+    series_name,
+    size_params,
+)
 from arraybench.units import format_seconds
 
 # Changes listed on the index page's first screen, each kind; the rest are on history/index.html.
@@ -106,13 +114,14 @@ def workload_history(machine: MachineHistory, workload: str, series: list[Series
     for c in changes:
         if c.machine.key == machine.key:
             steps[c.series.case_id].append(c)
+    size = size_params(machine)[workload]
     body = []
     for s in sorted(series, key=lambda s: (str(s.spec.get("backend")), str(s.spec.get("mode")),
                                            str(s.spec.get("dtype")), _number(s.spec.get("size")), s.case_id)):
         said = "".join(f'<li><b class="{"slower" if c.slower else "faster"}">{e(c.change)}</b> from run '
                        f"{e(c.run.id)}{e(f' ({c.why})' if c.why else '')}</li>" for c in steps[s.case_id])
-        name = steps[s.case_id][0].what if steps[s.case_id] else _name(s)
-        body.append(f'<section id="{e(series_id(s))}"><h3>{e(name)}</h3>{plot(machine, s, steps[s.case_id])}'
+        name = series_name(s.spec, size)
+        body.append(f'<section id="{e(series_id(s))}"><h3>{e(name)}</h3>{plot(machine, s, steps[s.case_id], name)}'
                     f"{f'<ul>{said}</ul>' if said else ''}</section>")
     return page(f"{workload} over time on the {machine.name}",
                 f"{len(series)} cases over {len(machine.runs)} runs: median per call and its 95 % interval (band), "
@@ -123,13 +132,7 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) else math.inf
 
 
-def _name(s: SeriesHistory) -> str:
-    spec = s.spec
-    return f"{spec.get('backend')}·{spec.get('mode')} {spec.get('workload')} ({spec.get('dtype')}) " \
-           f"{', '.join(f'{k}={v}' for k, v in sorted((spec.get('params') or {}).items()))}"
-
-
-def plot(machine: MachineHistory, s: SeriesHistory, changes: list[Change]) -> str:
+def plot(machine: MachineHistory, s: SeriesHistory, changes: list[Change], name: str) -> str:
     """A static SVG: the median over runs (line), its interval (band), version changes and steps marked."""
     n = len(machine.runs)
     have = [i for i, m in enumerate(s.medians) if m]
@@ -163,7 +166,7 @@ def plot(machine: MachineHistory, s: SeriesHistory, changes: list[Change]) -> st
                      f'stroke="{colour}" stroke-width="2"><title>{e(c.change)} from run {e(c.run.id)}</title></line>')
     first, last = machine.runs[0].started[:10], machine.runs[-1].started[:10]
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img" '
-            f'aria-label="{e(_name(s))} over {n} runs">'
+            f'aria-label="{e(name)} over {n} runs">'
             + (f'<polygon points="{" ".join(outline)}" fill="#4c78a8" fill-opacity="0.2"/>' if band else "")
             + f'<polyline points="{points}" fill="none" stroke="#1d2330" stroke-width="1.2"/>'
             + "".join(marks)

@@ -75,14 +75,7 @@ class Change:
     @property
     def what(self) -> str:
         """'torch·eager sort (float32) at n=10⁶ on the H100'."""
-        spec = self.series.spec
-        value = spec.get("size")
-        size = size_text(value) if isinstance(value, int | float) else str(value)
-        others = ", ".join(f"{k}={v}" for k, v in sorted((spec.get("params") or {}).items()) if k != self.size)
-        apart = f"{spec.get('dtype')}; {others}" if others else str(spec.get("dtype"))
-        device = spec.get("device") not in (None, "cpu")
-        where = f"at {self.size}={size} on the {self.machine.name}"
-        return f"{label(spec, device=device)} {spec.get('workload')} ({apart}) {where}"
+        return f"{series_name(self.series.spec, self.size)} on the {self.machine.name}"
 
     @property
     def change(self) -> str:
@@ -109,6 +102,25 @@ class Change:
                 "run": self.run.id, "started": self.run.started, "slower": s.slower, "ratio": s.ratio,
                 "ratio_low": s.low, "ratio_high": s.high, "before_s": s.before_s, "after_s": s.after_s,
                 "versions": list(self.versions) if self.versions else None, "text": self.text()}
+
+
+def series_name(spec: Mapping[str, Any], size: str) -> str:
+    """'torch·eager sort (float32) at n=10⁶': a case by its backend·mode (and device, off the CPU),
+    workload, dtype and other parameters, and its size parameter `size`'s value."""
+    value = spec.get("size")
+    shown = size_text(value) if isinstance(value, int | float) else str(value)
+    others = ", ".join(f"{k}={v}" for k, v in sorted((spec.get("params") or {}).items()) if k != size)
+    apart = f"{spec.get('dtype')}; {others}" if others else str(spec.get("dtype"))
+    device = spec.get("device") not in (None, "cpu")
+    return f"{label(spec, device=device)} {spec.get('workload')} ({apart}) at {size}={shown}"
+
+
+def size_params(machine: MachineHistory) -> dict[str, str]:
+    """Each workload's size parameter, from its cases on `machine`."""
+    by_workload: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for s in machine.series.values():
+        by_workload[str(s.spec.get("workload"))].append(s.spec)
+    return {w: size_param(specs) for w, specs in by_workload.items()}
 
 
 def read_history(store: Store) -> list[MachineHistory]:
@@ -166,10 +178,7 @@ def found(machines: list[MachineHistory]) -> list[Change]:
     """Every lasting change in every machine's series (stats.changes), newest first."""
     out = []
     for h in machines:
-        by_workload: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-        for s in h.series.values():
-            by_workload[str(s.spec.get("workload"))].append(s.spec)
-        sizes = {w: size_param(specs) for w, specs in by_workload.items()}
+        sizes = size_params(h)
         for step in steps([Series(k, s.medians) for k, s in h.series.items()], len(h.runs)):
             series = h.series[step.key]
             out.append(Change(h, series, step, sizes[str(series.spec.get("workload"))]))
