@@ -92,27 +92,28 @@ def steps(series: Sequence[Series], runs: int, *, alpha: float = ALPHA, min_side
     """Every lasting step of every series of one machine's `runs` runs (see the module's method)."""
     if not series:
         return []
-    y = np.full((len(series), runs), np.nan)
-    for i, s in enumerate(series):
+    for s in series:
         if len(s.medians) != runs:
             raise ValueError(f"series {s.key} has {len(s.medians)} values for {runs} runs")
-        y[i] = [math.log(m) if m is not None and m > 0 else np.nan for m in s.medians]
+    raw = np.array([[np.nan if m is None else m for m in s.medians] for s in series], dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = np.log(np.where(raw > 0, raw, np.nan))
     splits = max(1, runs - 2 * min_side + 1)
     threshold = NormalDist().inv_cdf(1 - alpha / (2 * len(series) * splits))
     levels = np.stack([_piecewise_median(row, []) for row in y])
-    found: list[list[int]] = [[] for _ in series]
     for _ in range(2):  # levels from the steps found, then the host factor read again
         host = host_factor(y, levels)
         z = y - host
         found = []
         for i in range(len(series)):
-            cuts = _segment(z[i], threshold, min_side, min_step)
-            found.append(cuts)
+            prepared = _prepared(z[i], min_side)
+            cuts = _segment(prepared, threshold, min_side, min_step)
+            found.append((prepared, cuts))
             levels[i] = _piecewise_median(z[i], cuts)
     typical = float(np.median(host))
     out = []
-    for i, s in enumerate(series):
-        out.extend(_describe(s.key, y[i] - host, found[i], typical, min_side))
+    for s, (prepared, cuts) in zip(series, found, strict=True):
+        out.extend(_describe(s.key, prepared, cuts, typical))
     return out
 
 
@@ -150,11 +151,15 @@ def _winsorized(z: np.ndarray, sigma: float, half: int) -> np.ndarray:
     """z with each point pulled in to its running median (2·half + 1 points) ± WINSOR_SIGMAS · σ."""
     padded = np.pad(z, half, mode="edge")
     windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
-    centre = np.median(windows, axis=1)
+    centre = np.partition(windows, half, axis=1)[:, half]  # the median of an odd count, without np.median's checks
     return np.clip(z, centre - WINSOR_SIGMAS * sigma, centre + WINSOR_SIGMAS * sigma)
 
 
-def _prepared(z_all: np.ndarray, min_side: int) -> tuple[np.ndarray, np.ndarray, float]:
+# A series' measured runs (their indices), its values there winsorized, and its noise σ.
+Prepared = tuple[np.ndarray, np.ndarray, float]
+
+
+def _prepared(z_all: np.ndarray, min_side: int) -> Prepared:
     """A series' measured runs (indices), their values winsorized, and its noise σ."""
     where = np.flatnonzero(np.isfinite(z_all))
     z = z_all[where]
@@ -162,9 +167,9 @@ def _prepared(z_all: np.ndarray, min_side: int) -> tuple[np.ndarray, np.ndarray,
     return where, _winsorized(z, sigma, min_side) if len(z) else z, sigma
 
 
-def _segment(z_all: np.ndarray, threshold: float, min_side: int, min_step: float) -> list[int]:
+def _segment(prepared: Prepared, threshold: float, min_side: int, min_step: float) -> list[int]:
     """The step positions (run indices of the first run at a new level) of one host-corrected series."""
-    where, w, sigma = _prepared(z_all, min_side)
+    where, w, sigma = prepared
     if len(w) < 2 * min_side:
         return []
     cuts: list[int] = []
@@ -232,10 +237,10 @@ def _settled(w: np.ndarray, cut: int, lo: int, hi: int, min_side: int) -> int:
     return best
 
 
-def _describe(key: str, z_all: np.ndarray, cuts: Sequence[int], typical: float, min_side: int) -> list[Step]:
+def _describe(key: str, prepared: Prepared, cuts: Sequence[int], typical: float) -> list[Step]:
     """Each cut of a series as a Step: levels, ratio and its interval, from its neighbours' means (of the
     winsorized values the test saw)."""
-    where, w, sigma = _prepared(z_all, min_side)
+    where, w, sigma = prepared
     out = []
     for c, lo, hi in _neighbours([int(np.searchsorted(where, c)) for c in cuts], len(w)):
         before, after = w[lo:c], w[c:hi]
