@@ -164,7 +164,16 @@ def _prepared(z_all: np.ndarray, min_side: int) -> Prepared:
     where = np.flatnonzero(np.isfinite(z_all))
     z = z_all[where]
     sigma = noise(z)
-    return where, _winsorized(z, sigma, min_side) if len(z) else z, sigma
+    if len(z) < 3:
+        return where, z, sigma
+    w = _winsorized(z, sigma, min_side)
+    # The test is on means of w, whose spread is that of w, not the normal σ its median absolute
+    # deviation reads: with heavy tails (a few runs 20 % off), the mean's spread is larger. Read it from
+    # w's differences, each clipped as w was (a step's one large difference is no noise).
+    d = np.diff(w)
+    bound = WINSOR_SIGMAS * math.sqrt(2) * sigma
+    clipped = np.clip(d - np.median(d), -bound, bound)
+    return where, w, max(sigma, float(np.sqrt(np.mean(clipped ** 2) / 2)))
 
 
 def _segment(prepared: Prepared, threshold: float, min_side: int, min_step: float) -> list[int]:

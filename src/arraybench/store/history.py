@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,9 +124,9 @@ def size_params(machine: MachineHistory) -> dict[str, str]:
 
 
 def read_history(store: Store) -> list[MachineHistory]:
-    """Every machine's runs and series, in three queries whatever the store's size: the runs, the
+    """Every machine's runs and series in a few queries whatever the store's size: the runs, the
     times of every correct record (from the index of migration 6, never the records' JSON), and the
-    latest record of each case, for its name."""
+    latest record of each case (one query per run that holds one), for its name."""
     rows = store.db.execute("SELECT started, id, machine, environment FROM runs").fetchall()
     envs: dict[str, Mapping[str, Any]] = {}
     runs_of: dict[str, list[RunPoint]] = defaultdict(list)
@@ -140,9 +140,8 @@ def read_history(store: Store) -> list[MachineHistory]:
     names = machine_names(envs)
     out = {key: MachineHistory(key, names[key], runs) for key, runs in runs_of.items()}
     where = {run.id: (out[m], i) for m, h in out.items() for i, run in enumerate(h.runs)}
-    latest: dict[str, tuple[str, str, int]] = {}  # case id -> its latest record's (started, run, seq), for its spec
-    for rid, case_id, seq, median, low, high in store.db.execute(
-            "SELECT run_id, case_id, seq, median_s, ci_low_s, ci_high_s FROM cases "
+    for rid, case_id, median, low, high in store.db.execute(
+            "SELECT run_id, case_id, median_s, ci_low_s, ci_high_s FROM cases "
             "WHERE status = 'ok' AND median_s IS NOT NULL ORDER BY run_id, seq"):
         history, i = where[rid]
         series = history.series.get(case_id)
@@ -151,23 +150,25 @@ def read_history(store: Store) -> list[MachineHistory]:
             series = history.series[case_id] = SeriesHistory(case_id, {}, [None] * n, [None] * n, [None] * n)
         # A case a resumed run retried counts once, by its last record: the later seq overwrites.
         series.medians[i], series.lows[i], series.highs[i] = median, low, high
-        at = (history.runs[i].started, rid, seq)
-        if at >= latest.get(case_id, at):
-            latest[case_id] = at
-    _fill_specs(store, out.values(), latest)
+    _fill_specs(store, out.values())
     return sorted(out.values(), key=lambda h: h.name)
 
 
-def _fill_specs(store: Store, machines: Iterable[MachineHistory], latest: Mapping[str, tuple[str, str, int]]) -> None:
-    """Each series' spec from its case's latest record: one query per run that holds one."""
-    by_run: dict[str, set[int]] = defaultdict(set)
-    for _, rid, seq in latest.values():
-        by_run[rid].add(seq)
+def _fill_specs(store: Store, machines: Collection[MachineHistory]) -> None:
+    """Each series' spec from its case's latest correct record on any machine: one query per run that holds one."""
+    latest: dict[str, tuple[str, str]] = {}  # case id -> the (started, id) of the latest run that measured it
+    for h in machines:
+        for case_id, s in h.series.items():
+            last = max(i for i, m in enumerate(s.medians) if m is not None)
+            latest[case_id] = max(latest.get(case_id, ("", "")), (h.runs[last].started, h.runs[last].id))
+    by_run: dict[str, set[str]] = defaultdict(set)
+    for case_id, (_, rid) in latest.items():
+        by_run[rid].add(case_id)
     specs: dict[str, Mapping[str, Any]] = {}
-    for rid, seqs in by_run.items():
-        for seq, case_id, record in store.db.execute("SELECT seq, case_id, record FROM cases WHERE run_id = ?",
-                                                     (rid,)):
-            if seq in seqs:
+    for rid, wanted in by_run.items():
+        for case_id, record in store.db.execute(
+                "SELECT case_id, record FROM cases WHERE run_id = ? AND status = 'ok' ORDER BY seq", (rid,)):
+            if case_id in wanted:
                 specs[case_id] = json.loads(record)
     for h in machines:
         for case_id, s in h.series.items():
