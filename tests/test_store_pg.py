@@ -85,7 +85,7 @@ def test_one_schema_and_the_same_runs_on_both_engines(pg, tmp_path):
         assert lite.version() == shared.version() == SCHEMA
         for table in ("runs", "cases"):
             assert columns(lite, table) == columns(shared, table)
-        assert indexes(lite) == indexes(shared) == {"cases_run_seq"}
+        assert indexes(lite) == indexes(shared) == {"cases_run_seq", "cases_times"}
         for path in files:
             assert lite.add_results(load_results(path)) == shared.add_results(load_results(path))
         assert lite.runs() == shared.runs()
