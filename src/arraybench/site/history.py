@@ -7,6 +7,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
+
 from arraybench.site.html import e, page, run_href, slug
 from arraybench.store import Store
 from arraybench.store.history import (
@@ -117,13 +119,15 @@ def workload_history(machine: MachineHistory, workload: str, series: list[Series
         if c.machine.key == machine.key:
             steps[c.series.case_id].append(c)
     size = size_params(machine)[workload]
+    versions = {b: version_changes(machine, b) for b in {str(s.spec.get("backend")) for s in series}}
     body = []
     for s in sorted(series, key=lambda s: (str(s.spec.get("backend")), str(s.spec.get("mode")),
                                            str(s.spec.get("dtype")), _number(s.spec.get("size")), s.case_id)):
         said = "".join(f'<li><b class="{"slower" if c.slower else "faster"}">{e(c.change)}</b> from run '
                        f"{e(c.run.id)}{e(f' ({c.why})' if c.why else '')}</li>" for c in steps[s.case_id])
         name = series_name(s.spec, size)
-        body.append(f'<section id="{e(series_id(s))}"><h3>{e(name)}</h3>{plot(machine, s, steps[s.case_id], name)}'
+        drawn = plot(machine, s, steps[s.case_id], name, versions[str(s.spec.get("backend"))])
+        body.append(f'<section id="{e(series_id(s))}"><h3>{e(name)}</h3>{drawn}'
                     f"{f'<ul>{said}</ul>' if said else ''}</section>")
     return page(f"{workload} over time on the {machine.name}",
                 f"{len(series)} cases over {len(machine.runs)} runs: median per call and its 95 % interval (band), "
@@ -134,45 +138,53 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) else math.inf
 
 
-def plot(machine: MachineHistory, s: SeriesHistory, changes: list[Change], name: str) -> str:
-    """A static SVG: the median over runs (line), its interval (band), version changes and steps marked."""
+def plot(machine: MachineHistory, s: SeriesHistory, changes: list[Change], name: str,
+         versions: list[tuple[int, str]]) -> str:
+    """A static SVG: the median over runs (line), its interval (band), the framework's `versions` (each
+    from the run it changed at) and the steps found marked."""
     n = len(machine.runs)
-    have = [i for i, m in enumerate(s.medians) if m]
-    if not have:
+    median, low, high = (np.array([np.nan if v is None else v for v in values], dtype=float)
+                         for values in (s.medians, s.lows, s.highs))
+    if not np.isfinite(median).any():
         return ""
-    values = [v for i in have for v in (s.medians[i], s.lows[i], s.highs[i]) if v]
-    lo, hi = math.log(min(values)), math.log(max(values))
+    with np.errstate(invalid="ignore", divide="ignore"):  # a missing or zero time is left out, not drawn
+        logs = np.log(np.stack([median, low, high]))
+    lo, hi = float(np.nanmin(logs)), float(np.nanmax(logs))
     hi = max(hi, lo + 1e-3)
+    xs = LEFT + (WIDTH - LEFT - 8) * np.arange(n) / max(1, n - 1)
+    ys = TOP + (HEIGHT - TOP - BOTTOM) * (1 - (logs - lo) / (hi - lo))
 
-    def x(i: int) -> float:
-        return LEFT + (WIDTH - LEFT - 8) * (i / max(1, n - 1))
+    def x(i: int) -> str:
+        return f"{xs[i]:.1f}"
 
-    def y(v: float) -> float:
-        return TOP + (HEIGHT - TOP - BOTTOM) * (1 - (math.log(v) - lo) / (hi - lo))
+    def path(idx: np.ndarray, row: np.ndarray) -> str:
+        return " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(xs[idx].tolist(), row[idx].tolist(), strict=True))
 
-    points = " ".join(f"{x(i):.1f},{y(m):.1f}" for i, m in enumerate(s.medians) if m)
-    band = [(i, low, high) for i, low, high in zip(range(n), s.lows, s.highs, strict=True) if low and high]
-    outline = [f"{x(i):.1f},{y(low):.1f}" for i, low, _ in band] + \
-              [f"{x(i):.1f},{y(high):.1f}" for i, _, high in reversed(band)]
+    points = path(np.flatnonzero(np.isfinite(ys[0])), ys[0])
+    band = np.flatnonzero(np.isfinite(ys[1]) & np.isfinite(ys[2]))
+    outline = f"{path(band, ys[1])} {path(band[::-1], ys[2])}"
     marks = []
-    backend = str(s.spec.get("backend"))
-    for i in range(1, n):
-        before, after = machine.runs[i - 1].versions.get(backend), machine.runs[i].versions.get(backend)
-        if before != after and after:
-            marks.append(f'<line x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="#999" '
-                         f'stroke-dasharray="3 3"/><text x="{x(i) + 2:.1f}" y="{TOP - 4}" font-size="10" '
-                         f'fill="#666">{e(after)}</text>')
+    for i, version in versions:
+        marks.append(f'<line x1="{x(i)}" x2="{x(i)}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="#999" '
+                     f'stroke-dasharray="3 3"/><text x="{xs[i] + 2:.1f}" y="{TOP - 4}" font-size="10" '
+                     f'fill="#666">{e(version)}</text>')
     for c in changes:
         colour = "#b00020" if c.slower else "#1b7a3d"
-        marks.append(f'<line x1="{x(c.step.at):.1f}" x2="{x(c.step.at):.1f}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" '
+        marks.append(f'<line x1="{x(c.step.at)}" x2="{x(c.step.at)}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" '
                      f'stroke="{colour}" stroke-width="2"><title>{e(c.change)} from run {e(c.run.id)}</title></line>')
     first, last = machine.runs[0].started[:10], machine.runs[-1].started[:10]
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img" '
             f'aria-label="{e(name)} over {n} runs">'
-            + (f'<polygon points="{" ".join(outline)}" fill="#4c78a8" fill-opacity="0.2"/>' if band else "")
+            + (f'<polygon points="{outline}" fill="#4c78a8" fill-opacity="0.2"/>' if len(band) else "")
             + f'<polyline points="{points}" fill="none" stroke="#1d2330" stroke-width="1.2"/>'
             + "".join(marks)
             + f'<text x="2" y="{TOP + 8}" font-size="10">{e(format_seconds(math.exp(hi)))}</text>'
             + f'<text x="2" y="{HEIGHT - BOTTOM}" font-size="10">{e(format_seconds(math.exp(lo)))}</text>'
             + f'<text x="{LEFT}" y="{HEIGHT - 4}" font-size="10">{e(first)}</text>'
             + f'<text x="{WIDTH - 8}" y="{HEIGHT - 4}" font-size="10" text-anchor="end">{e(last)}</text></svg>')
+
+
+def version_changes(machine: MachineHistory, backend: str) -> list[tuple[int, str]]:
+    """The runs (indices) where `backend`'s version on `machine` changed, and the version from there."""
+    versions = [r.versions.get(backend) for r in machine.runs]
+    return [(i, str(v)) for i, v in enumerate(versions) if i and v and v != versions[i - 1]]
