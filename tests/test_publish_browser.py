@@ -71,8 +71,9 @@ def test_the_site_loads_offline_answers_on_its_first_screen_and_links_every_repo
 
     seen = probe(tmp_path, site / "index.html")
     assert seen["errors"] == []
-    # The answer is the first section, on the first screen, with the sort sentence across both machines.
-    assert seen["first"] == "answer" and seen["top"] < 300
+    # The changes over time come first, short, and the answer follows on the first screen, with the sort
+    # sentence across both machines.
+    assert seen["first"] == "changes" and seen["top"] < 450
     assert seen["firstItemBottom"] is not None and seen["firstItemBottom"] < seen["height"]
     sort = next(a for a in seen["answers"] if a.startswith("sort (float32)"))
     assert "on the 2-core EPYC, numpy·eager" in sort and "on the H100, torch·eager·gpu" in sort

@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 from conftest import TINY, at_once
 from pg_server import Unavailable, free_port, throwaway_server
+from test_changes import stored_history
 from test_compare import processes, record, results_file
 
 import arraybench
 from arraybench.errors import UsageError
 from arraybench.results import load_results
 from arraybench.store import MIGRATIONS, SCHEMA, Recording, Store
+from arraybench.store.history import changes
 from arraybench.store.postgres import redact
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -83,7 +85,7 @@ def test_one_schema_and_the_same_runs_on_both_engines(pg, tmp_path):
         assert lite.version() == shared.version() == SCHEMA
         for table in ("runs", "cases"):
             assert columns(lite, table) == columns(shared, table)
-        assert indexes(lite) == indexes(shared) == {"cases_run_seq"}
+        assert indexes(lite) == indexes(shared) == {"cases_run_seq", "cases_times"}
         for path in files:
             assert lite.add_results(load_results(path)) == shared.add_results(load_results(path))
         assert lite.runs() == shared.runs()
@@ -399,3 +401,19 @@ def test_a_version_2_sqlite_store_gets_each_records_place_in_its_run(tmp_path):
             ("20261122-075629-9a2f6a", 0), ("20261122-075629-9a2f6a", 1), ("20261122-080000-bbbbbb", 0),
             ("20261122-080000-cccccc", 0), ("20261122-080000-bbbbbb", 1), ("20261122-080000-cccccc", 1)]
         assert [r.cases for r in st.runs()] == [2, 2, 2]
+
+
+@needs_server
+def test_history_finds_the_same_change_in_postgresql_as_in_sqlite(pg, tmp_path):
+    """Migration 6's time columns, written on insert and copied by push: the same history on both engines."""
+    ids = stored_history(pg)
+    stored_history(tmp_path / "s.db")
+    with Store(pg) as st:
+        (change,) = changes(st)
+        with Store(tmp_path / "copy.db") as copy:
+            for rid in ids:
+                copy.copy_from(st, rid)
+            assert [c.text() for c in changes(copy)] == [change.text()]
+    with Store(tmp_path / "s.db") as st:
+        assert [c.text() for c in changes(st)] == [change.text()]
+    assert change.run.id == ids[20] and change.versions == ("2.12", "2.13")

@@ -8,6 +8,9 @@ from contextlib import contextmanager
 from typing import Any
 
 EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# `history --changes`: a lasting slowdown was found (in the runs since --since); apart from 1, a failed
+# case, so CI can tell "slower" from "broken".
+EXIT_REGRESSION = 3
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143, as a shell reports a process SIGTERM ended
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.store import add_store_option
 from arraybench.site import across, answer_text, load_store, write_site
+from arraybench.site.history import SiteHistory
 
 
 def add_parsers(sub: Any) -> None:
@@ -24,7 +25,8 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     site = load_store(args.store)
-    written = write_site(site, Path(args.dir))
+    history = SiteHistory.read(args.store)
+    written = write_site(site, Path(args.dir), history.pages(), history.section())
     print(f"site: {written.index}  ({written.pages} pages, {written.reports + written.kept} run reports of which "
           f"{written.kept} unchanged, {len(site.machines)} machines, {written.bytes / 1e6:.1f} MB; opens from "
           "file://)", file=sys.stderr)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arraybench.cli.exits import EXIT_OK
+from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION
 from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
 from arraybench.machine import environment
@@ -20,6 +20,7 @@ from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, being_written, flat_record, load_results
 from arraybench.results.run_ids import run_id
 from arraybench.store import STORE_ENV, RunSummary, Store, default_store, load
+from arraybench.store.history import Change, changes
 from arraybench.store.postgres import redact
 
 # The store every command uses when --store is not given: over [tool.arraybench]'s `store`, under --store.
@@ -27,8 +28,14 @@ from arraybench.store.postgres import redact
 
 def add_parsers(sub: Any) -> None:
     """`history`, `show`, `export`, `import`, `push` and `pull`."""
-    hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases")
+    hist = sub.add_parser("history", help="stored runs: id, time, machine, backends, cases (--changes: the "
+                                          "lasting changes found in them)")
     add_format_option(hist)
+    hist.add_argument("--changes", action="store_true",
+                      help="list the lasting changes in each case's time over the runs of its machine, newest "
+                           f"first; exit {EXIT_REGRESSION} if one is slower")
+    hist.add_argument("--since", metavar="RUN",
+                      help="with --changes: only changes from this run on (a run id, a unique prefix, or latest)")
     show = sub.add_parser("show", help="a stored run's tables")
     show.add_argument("run", help="run id (or a unique prefix, or latest)")
     add_format_option(show)
@@ -80,6 +87,10 @@ def load_all(refs: list[str], store: str) -> list[Results]:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    if args.changes:
+        return history_changes(args)
+    if args.since is not None:
+        raise UsageError("--since goes with --changes")
     with Store(args.store, create=False) as st:
         runs = st.runs()
     if not runs:
@@ -98,6 +109,32 @@ def cmd_history(args: argparse.Namespace) -> int:
         for r in partial:
             print(f"  {r.id}: {r.incomplete}")
     return EXIT_OK
+
+
+def history_changes(args: argparse.Namespace) -> int:
+    """`history --changes`: the changes found, newest first; EXIT_REGRESSION if one is slower."""
+    with Store(args.store, create=False) as st:
+        found = changes(st, args.since)
+    slower = sum(c.slower for c in found)
+    since = f" from run {args.since} on" if args.since else ""
+    if args.format in ("json", "csv"):
+        print(formats.render_rows([c.to_json() for c in found], args.format), end="")
+    elif not found:
+        print(f"no lasting change in {redact(args.store)}{since} (method: docs/shared-store.md, Changes over time)")
+    else:
+        print(changes_text(found, since, markdown=args.format == "markdown"))
+    return EXIT_REGRESSION if slower else EXIT_OK
+
+
+def changes_text(found: list[Change], since: str, *, markdown: bool) -> str:
+    """The changes as a list for people: the regressions first, then the improvements, each newest first."""
+    lines = []
+    for title, part in (("slower", [c for c in found if c.slower]), ("faster", [c for c in found if not c.slower])):
+        if part:
+            lines.append(f"## {len(part)} {title}{since}" if markdown else f"{len(part)} {title}{since}:")
+            lines += [f"- {c.text()}" if markdown else f"  {c.text()}" for c in part]
+            lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 def cases_cell(r: RunSummary) -> str:

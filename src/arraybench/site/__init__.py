@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from arraybench.site.model import SiteData, load_store
 __all__ = ["Across", "Site", "SiteData", "across", "answer_text", "load_store", "write_site"]
 
 # The folders of pages a site holds beside its index.html; publishing again rewrites them.
-PAGE_FOLDERS = ("workloads", "frameworks")
+PAGE_FOLDERS = ("workloads", "frameworks", "history")
 # How a published index.html names its maker (html.GENERATOR), whichever version wrote it.
 MADE_HERE = re.compile(r'<meta name="generator" content="arraybench [^"]* publish">')
 # In each run's folder: which arraybench wrote its report from how many records. A stored run only
@@ -39,11 +40,13 @@ class Site:
     bytes: int
 
 
-def write_site(site: SiteData, out_dir: Path) -> Site:
-    """Write index.html, workloads/*.html, frameworks/*.html and runs/RUN/ (each run's report, as
+def write_site(site: SiteData, out_dir: Path, history: Mapping[str, str] | None = None, changes: str = "") -> Site:
+    """Write index.html, workloads/*.html, frameworks/*.html, `history` (site/history.py's pages by path:
+    each case over time) with `changes` on the index's first screen, and runs/RUN/ (each run's report, as
     `arraybench report` writes it) into `out_dir`, replacing a site published there before."""
     _clear(out_dir)
-    pages = {out_dir / "index.html": index_page(site, across(site))}
+    pages = {out_dir / "index.html": index_page(site, across(site), changes)}
+    pages |= {out_dir / path: text for path, text in (history or {}).items()}
     pages |= {out_dir / "workloads" / f"{slug(w)}.html": workload_page(site, w) for w in site.workloads}
     pages |= {out_dir / "frameworks" / f"{slug(f)}.html": framework_page(site, f) for f in site.frameworks}
     try:

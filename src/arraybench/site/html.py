@@ -89,7 +89,8 @@ def page(title: str, subtitle: str, body: str, depth: int = 0) -> str:
             f"<nav>{nav}</nav>\n<main>\n{body}\n</main>\n</body>\n</html>\n")
 
 
-def index_page(site: SiteData, said: list[Across]) -> str:
+def index_page(site: SiteData, said: list[Across], changes: str = "") -> str:
+    """The first page; `changes` (site/history.py's list of the changes found) goes first, on the first screen."""
     cases = sum(len(run.views) for run in site.runs)
     subtitle = (f"{len(site.runs)} runs on {len(site.machines)} machines, {cases} case records · "
                 f"published {time.strftime('%Y-%m-%d %H:%M %Z')}")
@@ -98,6 +99,7 @@ def index_page(site: SiteData, said: list[Across]) -> str:
     answer = (f'<ul class="answer">{"".join(items)}</ul>' if items
               else "<p>No case was correct on any machine: nothing to rank.</p>")
     body = [
+        changes,
         '<section id="answer"><h2>The answer</h2>'
         '<p class="muted">Per workload, the fastest correct backend·mode on each machine at the largest size '
         "all of them measured, its median per call with its 95 % interval, and its lead over the runner-up "
