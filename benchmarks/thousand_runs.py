@@ -39,7 +39,7 @@ import numpy as np
 
 from arraybench.machine.environment import fingerprint
 from arraybench.planning.case import Case
-from arraybench.results import Results, load_results
+from arraybench.results import SCHEMA, Results, load_results
 from arraybench.results.record import CaseRecord
 from arraybench.store import Store
 from arraybench.store.postgres import is_url, redact
@@ -218,7 +218,7 @@ def build(location: str, runs: int, seed: int) -> list[dict[str, Any]]:
             rid = f"{when:%Y%m%d-%H%M%S}-{int(rng.integers(1 << 24)):06x}"
             versions = versions_on(max(0, night - spec.lag))
             env = {**spec.environment, "versions": {**spec.environment.get("versions", {}), **versions}}
-            header = {"type": "header", "schema": 2, "run_id": rid, "arraybench_version": "0.1.0",
+            header = {"type": "header", "schema": SCHEMA, "run_id": rid, "arraybench_version": "0.1.0",
                       "started": f"{when:%Y-%m-%dT%H:%M:%SZ}", "plan_size": len(records[k]),
                       "settings": {"dtype": "float32", "threads": spec.environment.get("cpu_logical"), "seed": 0},
                       "environment": env}
@@ -258,7 +258,7 @@ def main() -> None:
     start = time.perf_counter()
     planted = build(args.store, args.runs, args.seed)
     elapsed = time.perf_counter() - start
-    planted_path.write_text(json.dumps(planted, indent=1) + "\n")
+    planted_path.write_text(json.dumps(planted, indent=1, ensure_ascii=False) + "\n")
     print(f"{args.runs} runs stored in {redact(args.store)} in {elapsed:.1f} s; "
           f"{len(planted)} planted steps in {planted_path}")
 
