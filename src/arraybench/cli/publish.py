@@ -36,7 +36,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_answer(args: argparse.Namespace) -> int:
     # Only the runs holding each machine's latest cases: a year of nightly runs loaded whole took minutes.
     with Store(args.store, create=False) as st, st.snapshot():
-        held = len(st.runs())
+        held = st.count()
         loaded = [st.load(rid) for rid in st.latest_runs()]
     if not loaded:
         raise UsageError("the results store holds no runs yet (arraybench run or import adds them; "

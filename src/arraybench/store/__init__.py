@@ -456,6 +456,10 @@ class Store:
                                   Planned.of(json.loads(rest), len(cases)), incomplete))
         return out
 
+    def count(self) -> int:
+        """How many runs the store holds."""
+        return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
     def resolve(self, ref: str) -> str:
         """A run id from an exact id, a unique prefix of one, or `latest`."""
         if ref == "latest":
