@@ -64,7 +64,10 @@ def commands(store: str, src: str, timeout: float) -> dict[str, list[str]]:
 
 def measure(store: str, sources: list[str], timeout: float) -> None:
     todo = commands(store, sources[0], timeout)
-    seen = {name: [timed(command, src, timeout)[:2] for src in sources] for name, command in todo.items()}
+    # Every command with one tree before the next tree's: a newer tree migrates the store, which an
+    # older one then refuses.
+    by_src = [{name: timed(command, src, timeout)[:2] for name, command in todo.items()} for src in sources]
+    seen = {name: [times[name] for times in by_src] for name in todo}
     print(f"store {store}; seconds wall (CPU), one process per command; a wall of {timeout:g} ran out:")
     print(f"  {'':42s}" + "".join(f"{Path(s).parent.name + '/' + Path(s).name:>24s}" for s in sources))
     for name, times in seen.items():
