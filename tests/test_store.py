@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TINY, at_once, read_jsonl
+from test_compare import processes, record, results_file
 
 import arraybench
 from arraybench.machine.environment import fingerprint
@@ -16,6 +17,7 @@ from arraybench.planning.case import Case
 from arraybench.report.model import run_views
 from arraybench.results import Planned, ResultsWriter, load_results
 from arraybench.results.record import CaseRecord
+from arraybench.site import across, answer_text, load_store
 from arraybench.store import SCHEMA, Recording, Store
 from arraybench.workloads import blank_record
 
@@ -280,11 +282,16 @@ def test_two_runs_writing_one_store_at_once_both_land_completely(tmp_path):
             assert [r["id"] for r in st.load(rid).records] == [f"{rid}-{i}" for i in range(n)]
 
 
-def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
+def old_store(tmp_path: Path, version: int) -> Path:
+    """A SQLite store of schema `version`, as tests/fixtures keeps it."""
     db = tmp_path / "old.db"
     with sqlite3.connect(db) as conn:
-        conn.executescript((FIXTURES / "store-v1.sql").read_text())
-    with Store(db) as st:
+        conn.executescript((FIXTURES / f"store-v{version}.sql").read_text())
+    return db
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
+    with Store(old_store(tmp_path, 1)) as st:
         assert st.version() == SCHEMA
         [run] = st.runs()
         assert run.backends == ("numba", "numpy") and run.cases == 2
@@ -296,10 +303,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
 
 
 def test_a_version_3_store_gets_the_figures_of_its_runs(tmp_path):
-    db = tmp_path / "old.db"
-    with sqlite3.connect(db) as conn:
-        conn.executescript((FIXTURES / "store-v3.sql").read_text())
-    with Store(db) as st:
+    with Store(old_store(tmp_path, 3)) as st:
         assert st.version() == SCHEMA
         [run] = st.runs()
         figures = stored_figures(st, run.id)
@@ -309,9 +313,8 @@ def test_a_version_3_store_gets_the_figures_of_its_runs(tmp_path):
 
 
 def test_a_version_4_store_keeps_its_runs_whole(tmp_path):
-    db = tmp_path / "old.db"
+    db = old_store(tmp_path, 4)
     with sqlite3.connect(db) as conn:
-        conn.executescript((FIXTURES / "store-v4.sql").read_text())
         before = conn.execute("SELECT seq, figures FROM cases").fetchall()
     with Store(db) as st:
         assert st.version() == SCHEMA
@@ -352,3 +355,64 @@ def test_runs_that_create_one_store_at_the_same_moment_all_open_it(tmp_path):
 
         errors = at_once(open_it, 4)
         assert not errors, errors
+
+
+def test_a_version_5_store_gets_the_index_that_history_reads_instead_of_the_records(tmp_path):
+    with Store(old_store(tmp_path, 5)) as st:
+        assert st.version() == SCHEMA
+        [run] = st.runs()
+        assert run.cases == 1 and st.latest_runs() == [run.id]
+        for sql in ("SELECT run_id, case_id, backend, status FROM cases ORDER BY run_id, seq",
+                    "SELECT run_id, case_id FROM cases"):
+            plan = " ".join(row[-1] for row in st.conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            assert "COVERING INDEX cases_summary" in plan, plan
+
+
+def test_a_snapshot_sees_no_run_that_lands_during_it(tmp_path):
+    db = tmp_path / "s.db"
+    first, second = "20260101-000000-aaaaaa", "20260102-000000-bbbbbb"
+    with Store(db) as st:
+        st.add_results(load_results(write_results(tmp_path / "a.jsonl", first, 2)))
+    with Store(db) as reader, Store(db) as writer:
+        with reader.snapshot():
+            assert [r.id for r in reader.runs()] == [first]
+            writer.add_results(load_results(write_results(tmp_path / "b.jsonl", second, 3)))
+            assert [r.id for r in reader.runs()] == [first] and reader.resolve("latest") == first
+        assert [r.id for r in reader.runs()] == [first, second] and len(reader.load(second).records) == 3
+
+
+def test_runs_on_reads_the_records_of_the_runs_kept_only(tmp_path):
+    """What compare's history reads: of a machine's runs, those `keep` accepts, with the compared cases."""
+    db = tmp_path / "s.db"
+    recs = [record("numpy", "eager", n, processes(1e-3, n=3)) for n in (2, 3)]
+    with Store(db) as st:
+        for rid, numpy in (("20260101-000000-aaaaaa", "2.4.0"), ("20260102-000000-bbbbbb", "2.5.0"),
+                           ("20260103-000000-cccccc", "2.4.0")):
+            st.add_results(load_results(results_file(tmp_path / f"{rid}.jsonl", recs, numpy=numpy)))
+        machine = st.runs()[0].machine
+        older = lambda res: res.environment["versions"]["numpy"] == "2.4.0"  # noqa: E731
+        kept = st.runs_on(machine, {recs[1].id}, keep=older)
+        [latest] = st.runs_on(machine, {recs[1].id}, keep=older, latest=1)
+    assert [r.header["run_id"] for r in kept] == ["20260101-000000-aaaaaa", "20260103-000000-cccccc"]
+    assert [[rec.id for rec in r.records] for r in kept] == [[recs[1].id], [recs[1].id]]
+    assert latest.header["run_id"] == "20260103-000000-cccccc"
+
+
+def test_answer_reads_the_runs_holding_the_latest_cases_and_counts_every_run(tmp_path, run_cli):
+    """A case the newest run of a machine left out is still answered from the run before it; a run
+    whose every case a later one measured again is not read, yet counted."""
+    db = tmp_path / "s.db"
+    runs = [("20251231-000000-zzzzzz", "box", [("numpy", "eager", 2, 1e-3), ("numba", "jit", 2, 2e-3),
+                                                ("numpy", "eager", 3, 1e-3), ("numba", "jit", 3, 2e-3)]),
+            ("20260101-000000-aaaaaa", "box", [("numpy", "eager", 3, 2e-3), ("numba", "jit", 3, 1e-3)]),
+            ("20260102-000000-bbbbbb", "box", [("numpy", "eager", 2, 2e-3), ("numba", "jit", 2, 1e-3)]),
+            ("20260103-000000-cccccc", "gpu-box", [("numpy", "eager", 2, 1e-3), ("numba", "jit", 2, 3e-3)])]
+    with Store(db) as st:
+        for rid, host, cases in runs:
+            recs = [record(b, m, n, processes(t, n=5, seed=n)) for b, m, n, t in cases]
+            st.add_results(load_results(results_file(tmp_path / f"{rid}.jsonl", recs, hostname=host)))
+        assert st.latest_runs() == [rid for rid, _, _ in runs[1:]]
+    code, out, _ = run_cli("answer", "--store", str(db))
+    full = load_store(str(db))
+    assert code == 0 and out == answer_text(across(full), full) + "\n"
+    assert "across 2 machine(s) and 4 run(s)" in out and "numba" in out

@@ -85,7 +85,7 @@ def test_one_schema_and_the_same_runs_on_both_engines(pg, tmp_path):
         assert lite.version() == shared.version() == SCHEMA
         for table in ("runs", "cases"):
             assert columns(lite, table) == columns(shared, table)
-        assert indexes(lite) == indexes(shared) == {"cases_run_seq", "cases_times"}
+        assert indexes(lite) == indexes(shared) == {"cases_run_seq", "cases_summary", "runs_machine"}
         for path in files:
             assert lite.add_results(load_results(path)) == shared.add_results(load_results(path))
         assert lite.runs() == shared.runs()
@@ -142,6 +142,62 @@ def test_machines_writing_runs_at_once_lose_nothing(pg, pg_server, tmp_path):
         for rid in rids:
             assert [r["id"] for r in st.load(rid).records] == [f"{rid}-{i}" for i in range(n)]
             assert st.runs_on(f"{rid} · None ×None · no GPU", [])[0].header["run_id"] == rid
+
+
+@needs_server
+def test_a_snapshot_of_a_shared_store_sees_no_run_that_lands_during_it(pg, tmp_path):
+    a, b = two_machines(tmp_path)
+    with Store(pg) as st:
+        st.add_results(load_results(a))
+    with Store(pg) as reader, Store(pg) as writer:
+        with reader.snapshot():
+            assert [r.id for r in reader.runs()] == ["20260101-000000-aaaaaa"]
+            writer.add_results(load_results(b))
+            assert [r.id for r in reader.runs()] == ["20260101-000000-aaaaaa"]
+            assert reader.resolve("latest") == "20260101-000000-aaaaaa"
+        assert [r.id for r in reader.runs()] == ["20260101-000000-aaaaaa", "20260102-000000-bbbbbb"]
+
+
+@needs_server
+def test_eight_machines_pushing_at_once_land_every_run_once_and_a_reader_sees_each_whole(pg, pg_server, tmp_path):
+    """Eight `arraybench push` processes of 5 runs each into one new database at the same time, while
+    a reader takes snapshots as publish does: each snapshot holds whole runs only, and its runs'
+    cases add up to the cases it counts; at the end every run is there once, in order."""
+    writers, runs, cases = 8, 5, 4
+    expected = {}
+    for w in range(writers):
+        with Store(tmp_path / f"local{w}.db") as st:
+            for k in range(runs):
+                rid = f"20260101-{w:02d}{k:04d}-{w}{k:05d}"
+                recs = [record("numpy", "eager", n + 2, processes(1e-3, n=3, seed=n)) for n in range(cases + k)]
+                st.add_results(load_results(results_file(tmp_path / f"{rid}.jsonl", recs, hostname=f"box{w}")))
+                expected[rid] = len(recs)
+    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin", "PGPASSWORD": pg_server.password}
+    procs = [subprocess.Popen([sys.executable, "-m", "arraybench", "push", "--to", pg, "--store",
+                               str(tmp_path / f"local{w}.db")], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for w in range(writers)]
+    seen, while_pushing = [], 0
+    while True:
+        pushing = any(p.poll() is None for p in procs)
+        with Store(pg) as st, st.snapshot():
+            held = st.runs()
+            counted = st.conn.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+            loaded = [len(st.load(r.id).records) for r in held[-3:]]
+        assert {r.id: r.cases for r in held} == {r.id: expected[r.id] for r in held}
+        assert counted == sum(r.cases for r in held) and loaded == [expected[r.id] for r in held[-3:]]
+        seen.append(len(held))
+        while_pushing += pushing
+        if not pushing:
+            break
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0 and not err, err
+        assert out.count(" cases pushed to ") == runs
+    assert while_pushing and seen[-1] == writers * runs
+    with Store(pg) as st:
+        assert {r.id: r.cases for r in st.runs()} == expected
+        assert st.conn.execute("SELECT COUNT(*), COUNT(DISTINCT (run_id, seq)) FROM cases").fetchone() == \
+            (sum(expected.values()),) * 2
 
 
 @needs_server

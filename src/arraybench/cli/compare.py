@@ -11,7 +11,16 @@ from typing import Any
 from arraybench.cli.exits import EXIT_FAILED_CASES, EXIT_OK
 from arraybench.cli.options import add_format_option, percent
 from arraybench.cli.store import add_store_option, load_all
-from arraybench.comparison import DEFAULT_THRESHOLD, compare, environment_side, headline, render, render_as
+from arraybench.comparison import (
+    DEFAULT_THRESHOLD,
+    MAX_EARLIER_RUNS,
+    compare,
+    counts_as_history,
+    environment_side,
+    headline,
+    render,
+    render_as,
+)
 from arraybench.errors import UsageError
 from arraybench.machine import environment
 from arraybench.output.terminal import table_renderer
@@ -90,8 +99,9 @@ def earlier_runs(store: str, sides: list[Results]) -> list[Results]:
         return []
     try:
         with Store(store, create=False) as st:
-            return st.runs_on(environment.fingerprint(sides[0].environment),
-                              {r.id for res in sides for r in res.records})
+            compared = {r.id for res in sides for r in res.records}
+            return st.runs_on(environment.fingerprint(sides[0].environment), compared,
+                              keep=counts_as_history(*sides), latest=MAX_EARLIER_RUNS)
     except (UsageError, OSError, sqlite3.Error) as e:
         print(f"arraybench: warning: no earlier runs from the store ({e}); compared without them", file=sys.stderr)
         return []

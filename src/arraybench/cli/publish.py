@@ -9,8 +9,10 @@ from typing import Any
 
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.store import add_store_option
-from arraybench.site import across, answer_text, load_store, write_site
+from arraybench.errors import UsageError
+from arraybench.site import SiteData, across, answer_text, load_store, write_site
 from arraybench.site.history import SiteHistory
+from arraybench.store import Store
 
 
 def add_parsers(sub: Any) -> None:
@@ -34,8 +36,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    site = load_store(args.store)
-    print(answer_text(across(site), site))
+    # Only the runs holding each machine's latest cases: a year of nightly runs loaded whole took minutes.
+    with Store(args.store, create=False) as st, st.snapshot():
+        held = st.count()
+        loaded = [st.load(rid) for rid in st.latest_runs()]
+    if not loaded:
+        raise UsageError("the results store holds no runs yet (arraybench run or import adds them; "
+                         "--store names another)")
+    site = SiteData.from_runs(loaded)
+    print(answer_text(across(site), site, held))
     return EXIT_OK
 
 

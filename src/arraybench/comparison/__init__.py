@@ -37,6 +37,10 @@ COMPARABLE_SETTINGS = ("dtype", "threads", "devices", "seed", "timer")
 # A case's earlier runs say something about the spread between runs from two on (one run has
 # no spread); fewer, and the case is compared on its two runs alone.
 MIN_EARLIER_RUNS = 2
+# The latest this many earlier runs that count are read, no more: τ² is pooled over the cases, so
+# 30 runs already give it hundreds of degrees of freedom, while a year of nightly runs of one
+# machine (333, 100 000 records) took compare 17 s to read; and the oldest say least of the host now.
+MAX_EARLIER_RUNS = 30
 # A run-to-run spread worth less than this many degrees of freedom is not added: its t quantile is
 # unbounded (two earlier runs whose cases shift together gave τ ±2.2 % worth 0.06 df on the 2-core
 # VM), so every interval would be infinite; the comparison says so and goes on without it.
@@ -141,22 +145,28 @@ def like_for_like(a: Results, b: Results) -> bool:
             and not different_settings(a, b))
 
 
-def earlier_measurements(base: Results, new: Results, history: Sequence[Results]) -> dict[str, dict[str, Replicated]]:
-    """Per case id, its measurement in each run of `history` that is like `base` and `new`.
+def counts_as_history(base: Results, new: Results) -> Callable[[Results], bool]:
+    """Whether an earlier run counts in the spread between runs of `base` and `new`, from its header alone.
 
     A run counts when it is neither of the two, ran on their machine with their settings and
     with the framework versions of one of them: runs between which a framework changed would
-    count a real change as spread. Nothing when base and new are not like for like.
+    count a real change as spread. None counts when base and new are not like for like.
     """
-    if not like_for_like(base, new):
-        return {}
     versions = (base.environment.get("versions"), new.environment.get("versions"))
     compared = {run_id(base.header), run_id(new.header)}
+    alike = like_for_like(base, new)
+    return lambda res: (alike and run_id(res.header) not in compared and like_for_like(res, base)
+                        and res.environment.get("versions") in versions)
+
+
+def earlier_measurements(base: Results, new: Results, history: Sequence[Results]) -> dict[str, dict[str, Replicated]]:
+    """Per case id, its measurement in each run of `history` that counts (counts_as_history)."""
+    counts = counts_as_history(base, new)
     out: dict[str, dict[str, Replicated]] = defaultdict(dict)
     for res in history:
-        rid = run_id(res.header)
-        if rid in compared or not like_for_like(res, base) or res.environment.get("versions") not in versions:
+        if not counts(res):
             continue
+        rid = run_id(res.header)
         for rec in res.latest().values():
             m = measured(rec) if rec.status == "ok" else None
             if m is not None and m.processes > 1:

@@ -123,6 +123,9 @@ MIGRATIONS: list[tuple[str | Spelled | Callable[[Store], object], ...]] = [
     #    record's run, seq and case, so the history of every series (store/history.py) is read from
     #    that index alone, in its order: reading them out of 300 000 records' JSON took 11 s on a
     #    1 000-run SQLite store.
+    #    The same index holds what `history`, `answer` and a run's figures read of every record (its
+    #    case, backend and status): without it each read the table's rows, records and all (1.3 GB
+    #    for a year of nightly runs). runs_machine: a machine's runs, for compare's history.
     (
         Spelled(sqlite="ALTER TABLE cases ADD COLUMN median_s REAL",
                 postgres="ALTER TABLE cases ADD COLUMN median_s DOUBLE PRECISION"),
@@ -138,7 +141,8 @@ MIGRATIONS: list[tuple[str | Spelled | Callable[[Store], object], ...]] = [
                             ci_low_s = (record::json -> 'ci95_s' ->> 0)::double precision,
                             ci_high_s = (record::json -> 'ci95_s' ->> 1)::double precision""",
         ),
-        "CREATE INDEX cases_times ON cases(run_id, seq, case_id, status, median_s, ci_low_s, ci_high_s)",
+        "CREATE INDEX cases_summary ON cases(run_id, seq, case_id, backend, status, median_s, ci_low_s, ci_high_s)",
+        "CREATE INDEX runs_machine ON runs(machine)",
     ),
 ]
 SCHEMA = len(MIGRATIONS)
@@ -170,6 +174,7 @@ class Database(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
     def transaction(self) -> AbstractContextManager[None]: ...
+    def snapshot(self) -> AbstractContextManager[None]: ...
     def lock_schema(self) -> None: ...
     def lock_run(self, rid: str) -> None: ...
     def version(self) -> int: ...
@@ -201,9 +206,18 @@ class SQLiteDB:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
 
+    def transaction(self) -> AbstractContextManager[None]:
+        return self._within("BEGIN IMMEDIATE")
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read transaction: under WAL it sees the file as it was at its first read, whatever
+        others commit meanwhile (and keeps them from checkpointing past it until it ends)."""
+        return self._within("BEGIN DEFERRED")
+
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        self.conn.execute("BEGIN IMMEDIATE")
+    def _within(self, begin: str) -> Iterator[None]:
+        """A transaction opened by `begin`: committed when the block ends, rolled back when it raises."""
+        self.conn.execute(begin)
         try:
             yield
         except BaseException:
@@ -309,6 +323,13 @@ class Store:
 
     def version(self) -> int:
         return self.db.version()
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """`with store.snapshot(): ...`: every read of this store in the block sees it as it was at
+        the block's first read, so a reader of many runs (publish, answer) draws one consistent
+        picture while machines push: a run that lands meanwhile is not seen at all, never in part.
+        Reads only: PostgreSQL refuses a write in it; on SQLite, write with another Store."""
+        return self.db.snapshot()
 
     def _migrate(self) -> None:
         if self.version() > SCHEMA:
@@ -453,6 +474,10 @@ class Store:
                                   Planned.of(json.loads(rest), len(cases)), incomplete))
         return out
 
+    def count(self) -> int:
+        """How many runs the store holds."""
+        return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
     def resolve(self, ref: str) -> str:
         """A run id from an exact id, a unique prefix of one, or `latest`."""
         if ref == "latest":
@@ -478,30 +503,56 @@ class Store:
         records, prior, full_speed = analysed(self._records(rid, header))
         return Results(header=header, records=records, prior=prior, full_speed_s=full_speed)
 
-    def runs_on(self, machine: str, case_ids: Collection[str]) -> list[Results]:
-        """Every stored run on `machine` (environment.fingerprint), oldest first, holding only its
-        records of `case_ids`: what compare reads for the spread between runs of a machine.
+    def runs_on(self, machine: str, case_ids: Collection[str], keep: Callable[[Results], bool] = lambda res: True,
+                latest: int | None = None) -> list[Results]:
+        """The stored runs on `machine` (environment.fingerprint) that `keep` accepts (the latest
+        `latest` of them when given), oldest first, each holding only its records of `case_ids`:
+        what compare reads for the spread between runs of a machine. `keep` sees each run's header
+        (its records empty) before any record is read: a year of nightly runs holds 100 000 records
+        per machine, of which compare needs the few runs like the two it compares.
 
         The records are as stored, not analysed: a few cases of a run cannot fit its prior, and
         reading every case of every run would cost compare seconds per run.
         """
-        wanted = set(case_ids)
-        out = []
         rows = self.db.execute("SELECT started, id, environment, settings, header FROM runs WHERE machine = ?",
                                (machine,)).fetchall()
-        for _, rid, env, settings, rest in sorted(rows):
-            header = _header(env, settings, rest)
-            out.append(Results(header=header, records=self._records(rid, header, wanted)))
-        return out
+        headers = [(rid, Results(header=_header(env, settings, rest), records=[]))
+                   for _, rid, env, settings, rest in sorted(rows)]
+        kept = [(rid, res) for rid, res in headers if keep(res)]
+        out = dict(kept[-latest:] if latest else kept)
+        wanted = set(case_ids)
+        if out and wanted:
+            marks = ", ".join("?" * len(out))
+            for rid, case_id, record in self.db.execute(
+                    f"SELECT run_id, case_id, record FROM cases WHERE run_id IN ({marks}) ORDER BY run_id, seq",
+                    list(out)):
+                if case_id in wanted:
+                    out[rid].records.append(_record(record, out[rid].header))
+        return list(out.values())
 
-    def _records(self, rid: str, header: dict[str, Any], case_ids: Collection[str] | None = None) -> list[CaseRecord]:
-        """A run's records in the order stored; only those of `case_ids` when given."""
-        # A record is stored as its results file held it: a run's older records in its header's
-        # schema (a resumed run's newer ones in the current one), upgraded here as a file is.
-        schema = header.get("schema", RESULTS_SCHEMA)
-        return [CaseRecord.from_json(upgrade(json.loads(record), schema)) for case_id, record in self.db.execute(
-            "SELECT case_id, record FROM cases WHERE run_id = ? ORDER BY seq", (rid,))
-            if case_ids is None or case_id in case_ids]
+    def _records(self, rid: str, header: dict[str, Any]) -> list[CaseRecord]:
+        """A run's records in the order stored."""
+        return [_record(record, header) for (record,) in self.db.execute(
+            "SELECT record FROM cases WHERE run_id = ? ORDER BY seq", (rid,))]
+
+    def latest_runs(self) -> list[str]:
+        """The runs holding the latest record of some case on some machine, oldest first: all of a
+        store that the answer across machines is drawn from (the site's `latest`). Read from the
+        index of migration 6, not from the records."""
+        order = {rid: (started, rid, machine) for started, rid, machine in
+                 self.db.execute("SELECT started, id, machine FROM runs")}
+        newest: dict[tuple[str, str], tuple[str, str, str]] = {}
+        for rid, case_id in self.db.execute("SELECT run_id, case_id FROM cases"):
+            key = (order[rid][2], case_id)
+            newest[key] = max(newest.get(key, order[rid]), order[rid])
+        return [rid for _, rid, _ in sorted(set(newest.values()))]
+
+
+def _record(text: str, header: dict[str, Any]) -> CaseRecord:
+    """A stored record as its run's results file would load it."""
+    # A record is stored as its results file held it: a run's older records in its header's
+    # schema (a resumed run's newer ones in the current one), upgraded here as a file is.
+    return CaseRecord.from_json(upgrade(json.loads(text), header.get("schema", RESULTS_SCHEMA)))
 
 
 def _case_row(rid: str, seq: int, record: CaseRecord) -> tuple[Any, ...]:
@@ -517,7 +568,17 @@ def _header(env: str, settings: str, rest: str) -> dict[str, Any]:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(finite(obj), default=str, allow_nan=False)
+    """`obj` as JSON, NaN and infinities as null. Most records hold none, so the copy that replaces
+    them (finite) is made only when the first try finds one: it cost a third of storing a record."""
+    try:
+        return json.dumps(obj, default=_plain, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite(obj), default=str, allow_nan=False)
+
+
+def _plain(obj: Any) -> Any:
+    """What json.dumps cannot write, as finite() would give it: NumPy values as Python's, the rest as text."""
+    return obj.tolist() if hasattr(obj, "tolist") else str(obj)
 
 
 class Configured(enum.Enum):

@@ -10,6 +10,7 @@ from typing import Any
 
 from arraybench.planning.case import label
 from arraybench.report.table import size_param, size_text
+from arraybench.results.record import CaseRecord
 from arraybench.site.model import machine_names
 from arraybench.stats.changes import Series, Step, steps
 from arraybench.store import Store
@@ -120,7 +121,7 @@ def size_params(machine: MachineHistory) -> dict[str, str]:
     by_workload: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for s in machine.series.values():
         by_workload[str(s.spec.get("workload"))].append(s.spec)
-    return {w: size_param(specs) for w, specs in by_workload.items()}
+    return {w: size_param([CaseRecord.from_json(s) for s in specs]) for w, specs in by_workload.items()}
 
 
 def read_history(store: Store) -> list[MachineHistory]:

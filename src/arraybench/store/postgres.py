@@ -111,6 +111,14 @@ class PostgresDB:
         with self._connected(), self.conn.transaction():
             yield
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A REPEATABLE READ, READ ONLY transaction: every statement in it sees the database as its
+        first did. Read only, it never fails on a concurrent writer (only a writer can)."""
+        with self._connected(), self.conn.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
     def lock_schema(self) -> None:
         """Inside a transaction: wait for any other migration, then make sure the version table exists."""
         self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
