@@ -15,7 +15,7 @@ from arraybench.site import across, answer_text, load_store, write_site
 def add_parsers(sub: Any) -> None:
     """`publish` and `answer`."""
     pub = sub.add_parser("publish", help="write a static site from the results store: the answer across machines, "
-                                         "each workload, each framework's versions, every run's report")
+                                         "each workload, each framework's versions, a page per run")
     pub.add_argument("dir", help="the site's folder (created; a site published there before is replaced)")
     add_store_option(pub)
     ans = sub.add_parser("answer", help="the answer across machines: per workload, the fastest backend·mode on each")
@@ -24,10 +24,10 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     site = load_store(args.store)
-    written = write_site(site, Path(args.dir))
-    print(f"site: {written.index}  ({written.pages} pages, {written.reports + written.kept} run reports of which "
-          f"{written.kept} unchanged, {len(site.machines)} machines, {written.bytes / 1e6:.1f} MB; opens from "
-          "file://)", file=sys.stderr)
+    written = write_site(site, Path(args.dir), args.store)
+    print(f"site: {written.index}  ({len(site.runs)} runs on {len(site.machines)} machines; written now: "
+          f"{written.pages} pages and {written.runs} runs' pages, {written.kept} runs unchanged; {written.reports} "
+          f"full reports; {written.bytes / 1e6:.1f} MB; opens from file://)", file=sys.stderr)
     return EXIT_OK
 
 
