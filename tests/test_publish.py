@@ -333,3 +333,19 @@ def test_publishing_again_rewrites_only_the_new_run_and_the_one_whose_full_repor
     # The runs a detected change points at keep their full report too (store.history's changes feed it).
     written = write_site(load_store(str(db)), site, str(db), pointed={ids[0]})
     assert written.runs == 1 and written.reports == 2 and (site / "runs" / ids[0] / "report.html").is_file()
+
+
+def test_versions_measured_side_by_side_in_one_run_are_compared_paired_on_the_framework_page(tmp_path, cli):
+    from test_envs_run import _two_env_run
+
+    run = _two_env_run(tmp_path / "run.jsonl", 1.3, [1.0, 1.15, 0.87, 1.1])
+    db, site = tmp_path / "envs.db", tmp_path / "site"
+    assert cli("import", str(run), "--store", str(db))[0] == 0
+    assert cli("publish", str(site), "--store", str(db))[0] == 0
+    numpy = (site / "frameworks" / "numpy.html").read_text()
+    said = "numpy 2.4.6 against 2.3.5: faster in 0 of 4 cases, slower in 4 (median +30 %)"
+    assert "Versions measured side by side in one run" in numpy and said in numpy
+    assert 'href="../runs/r1/index.html"' in numpy
+    # The run's own page and the index name its environments.
+    assert said in (site / "runs" / "r1" / "index.html").read_text()
+    assert "<td>old, new</td>" in (site / "index.html").read_text()

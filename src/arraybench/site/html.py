@@ -305,6 +305,15 @@ def workload_page(site: SiteData, workload: str) -> str:
 def framework_page(site: SiteData, backend: str) -> str:
     """Per machine: each case's time under every version of `backend` that ran it, and the last change."""
     body = []
+    paired = site.paired.get(backend, {})
+    if paired:
+        items = "".join(f'<li><b>the {e(side.machine.name)}</b>, run <a href="{e(run_href(side.run, 1))}">'
+                        f"{e(side.run)}</a>: {e(side.sentence)}.</li>" for side in paired.values())
+        body.append('<section id="side-by-side"><h2>Versions measured side by side in one run</h2>'
+                    '<p class="muted">Each version in its own Python environment of one run, their processes '
+                    "interleaved round by round and compared pair by pair, where the host's drift cancels "
+                    "(docs/environments.md): the verdicts counted.</p>"
+                    f'<ul class="answer">{items}</ul></section>')
     for key, table in site.versions(backend).items():
         body.append(version_section(site.machine(key), table, backend, site.points))
     if not body:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
@@ -9,11 +10,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from arraybench.comparison import compare, environment_side
 from arraybench.errors import UsageError
 from arraybench.machine.environment import fingerprint
 from arraybench.output.exports import benchmark_name
 from arraybench.report.answer import Answer, answers
 from arraybench.report.crossovers import crossovers
+from arraybench.report.environments import sentence
 from arraybench.report.model import CaseView, ReportData
 from arraybench.report.table import Points, points_by_workload
 from arraybench.results import Results
@@ -80,6 +83,8 @@ class SiteData:
     machines: list[Machine]
     latest: dict[str, ReportData]  # machine key -> the latest record of each case there, as views
     tables: dict[str, dict[str, VersionTable]]  # backend -> machine key -> its cases by version
+    # backend -> machine key -> the latest run there that measured two of its versions side by side (--env)
+    paired: dict[str, dict[str, SideBySide]]
 
     @classmethod
     def from_runs(cls, runs: Sequence[Run], loaded: Sequence[Results]) -> SiteData:
@@ -90,9 +95,12 @@ class SiteData:
         latest: dict[str, dict[str, CaseView]] = defaultdict(dict)
         headers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         tables: dict[str, dict[str, VersionTable]] = defaultdict(dict)
+        paired: dict[str, dict[str, SideBySide]] = defaultdict(dict)
         for res in loaded:
             run = by_id[run_id(res.header)]
             m = run.machine
+            for side in side_by_side(res, m):
+                paired[side.backend][m.key] = side
             for view in ReportData.from_results([res]).records:
                 latest[m.key][view.record.id] = view
                 headers[m.key][view["machine"]] = res.header
@@ -106,7 +114,7 @@ class SiteData:
         machines = sorted({run.machine.key: run.machine for run in runs if latest.get(run.machine.key)}.values(),
                           key=lambda m: m.name)
         return cls(list(runs), machines, {m.key: ReportData(list(latest[m.key].values()), headers[m.key])
-                                          for m in machines}, dict(tables))
+                                          for m in machines}, dict(tables), dict(paired))
 
     @property
     def workloads(self) -> list[str]:
@@ -149,6 +157,37 @@ class SiteData:
         """Per machine key: `backend`'s correct cases by the framework version that ran them."""
         out = self.tables.get(backend, {})
         return {key: out[key] for key in sorted(out, key=lambda k: self.machine(k).name)}
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Two versions of one framework measured in one run, each in its own Python environment (--env),
+    their processes interleaved round by round: compared pair by pair, where the host's drift cancels."""
+
+    machine: Machine
+    run: str
+    backend: str
+    sentence: str  # report.environments' sentence: "torch 2.13.0 against 2.12.0: faster in 3 of 40 cases, …"
+
+
+def side_by_side(res: Results, machine: Machine) -> list[SideBySide]:
+    """Per framework whose version differs between a run's first environment and another: the paired
+    verdicts over that framework's cases (comparison.compare, paired), counted."""
+    envs = res.header.get("environments") or {}
+    first, *others = list(envs) or [""]
+    out = []
+    for other in others:
+        a, b = (envs[first].get("versions") or {}), (envs[other].get("versions") or {})
+        changed = [k for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+        if not changed:
+            continue
+        cmp = compare(environment_side(res, first), environment_side(res, other), paired=True)
+        for backend in changed:
+            mine = dataclasses.replace(cmp, cases=[c for c in cmp.cases if c.base.backend == backend])
+            if mine.cases:
+                what = f"{backend} {b.get(backend) or 'absent'} against {a.get(backend) or 'absent'}"
+                out.append(SideBySide(machine, run_id(res.header), backend, sentence(what, mine)))
+    return out
 
 
 @dataclass
