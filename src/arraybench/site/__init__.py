@@ -157,9 +157,11 @@ def _write_batch(store: str, batch: list[RunPage]) -> None:
         if item.full:
             write_all([results], item.folder)
         else:
-            for name in REPORT_FILES:
-                shutil.rmtree(item.folder / name, ignore_errors=True)
-                (item.folder / name).unlink(missing_ok=True)
+            for path in (item.folder / name for name in REPORT_FILES):
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
         atomic_write_text(item.folder / "index.html", run_page(item.run, results, item.full, RULE))
         atomic_write_text(item.folder / STAMP, item.stamp)
 

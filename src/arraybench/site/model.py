@@ -240,6 +240,8 @@ def load_store(location: str) -> SiteData:
     """The site's one read of the results store at `location` (a file, or a database URL): every run
     from the store's index of records, and whole only the runs whose records the pages show — at a
     year of nightly runs on three machines, a few dozen of a thousand."""
+    # Every read the site's own pages are drawn from is in this block: where the store offers one
+    # consistent snapshot of itself while machines push, this block is what it must enclose.
     with Store(location, create=False) as st:
         headers = st.headers()
         index = st.record_index()
