@@ -153,6 +153,11 @@ def test_publish_writes_the_answer_workloads_framework_versions_and_every_runs_r
             assert not urlsplit(target).scheme, f"{page.name} reaches out to {target}"
             path = (page.parent / unquote(urlsplit(target).path)).resolve()
             assert path.is_file() and site.resolve() in path.parents, f"{page.name}: {target} does not resolve"
+    # A full report on the site shows its plots from plots/ beside it: embedded, a run's is 3 MB.
+    report = site / "runs" / "20260103-000000-cccccc" / "report.html"
+    plots = [t for t in parsed(report).targets if t.startswith("plots/") and t.endswith(".svg")]
+    assert plots and "data:image" not in report.read_text()
+    assert all((report.parent / unquote(t)).is_file() for t in plots)
     # The question after an upgrade: torch 2.11 -> 2.13 on the EPYC, 2× faster at 10⁶, the same at 1000.
     torch = (site / "frameworks" / "torch.html").read_text()
     assert "From torch 2.11.0 to 2.13.0, on the cases measured under both: 1 faster beyond noise, 0 slower, " \

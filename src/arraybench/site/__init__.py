@@ -155,7 +155,7 @@ def _write_batch(store: str, batch: list[RunPage]) -> None:
     for item, results in zip(batch, stored_runs(store, [item.run.id for item in batch]), strict=True):
         item.folder.mkdir(parents=True, exist_ok=True)
         if item.full:
-            write_all([results], item.folder)
+            write_all([results], item.folder, linked_plots=True)  # no page over 2 MB
         else:
             for path in (item.folder / name for name in REPORT_FILES):
                 if path.is_dir():
