@@ -1,5 +1,5 @@
 """Site: a static website from a results store — the answer across machines, each workload, each framework's
-versions, and every run's own report — readable from file:// with no server and no network."""
+versions, a page per run and the latest runs' full reports — readable from file:// with no server and no network."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the published site is drawn from: every stored run's cases with the report's figures, by machine."""
+"""What the published site is drawn from: every stored run, and each machine's latest cases per framework version."""
 
 from __future__ import annotations
 
