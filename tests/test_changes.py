@@ -15,7 +15,7 @@ import pytest
 from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
 from arraybench.planning.case import Case
 from arraybench.results import Results
-from arraybench.site import across, load_store
+from arraybench.site import RULE, across, load_store
 from arraybench.site.history import SiteHistory
 from arraybench.site.html import index_page
 from arraybench.stats.changes import Series, steps
@@ -176,9 +176,10 @@ def test_a_version_5_store_gets_its_times_as_columns_and_a_history(tmp_path):
 
 def test_the_site_lists_the_change_first_and_plots_each_case_over_time(tmp_path):
     ids = stored_history(tmp_path / "s.db")
-    history = SiteHistory.read(str(tmp_path / "s.db"))
+    with Store(tmp_path / "s.db", create=False) as st:
+        history = SiteHistory.read(st)
     site = load_store(str(tmp_path / "s.db"))
-    index = index_page(site, across(site), history.section())
+    index = index_page(site, across(site), RULE, history.section())
     assert index.index('id="changes"') < index.index('id="answer"')  # the first thing on the first screen
     assert "torch·eager sort (float64) at n=10⁶ on the box</a>: <b class=\"slower\">20 % slower" in index
     pages = history.pages()
@@ -199,5 +200,6 @@ def test_a_hostile_workload_name_is_text_on_the_history_pages(tmp_path):
             header = {"schema": 2, "run_id": f"r{r:02d}", "started": f"2026-01-{r + 1:02d}T00:00:00+0000",
                       "settings": {}, "environment": {"hostname": "<b>box</b>", "versions": {}}}
             st.add_results(Results(header=header, records=[record("<script>x</script>", "numpy", 10, 1e-3)]))
-    text = "".join(SiteHistory.read(str(tmp_path / "s.db")).pages().values())
+    with Store(tmp_path / "s.db", create=False) as st:
+        text = "".join(SiteHistory.read(st).pages().values())
     assert "<script>" not in text and "&lt;script&gt;x&lt;/script&gt;" in text and "<b>box" not in text

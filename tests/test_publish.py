@@ -2,6 +2,7 @@
 run's report linked, every result string escaped; and the report's derived figures in every format."""
 
 import csv
+import datetime
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -19,7 +20,8 @@ from arraybench.report.model import ReportData
 from arraybench.report.view import FIGURES
 from arraybench.results import SCHEMA, ResultsWriter
 from arraybench.results.record import CaseRecord
-from arraybench.site import across, load_store
+from arraybench.site import across, load_store, write_site
+from arraybench.site.html import LATEST_RUNS
 from arraybench.site.model import machine_names, short_name
 
 SCRIPT = "<script>alert(1)</script>"
@@ -76,8 +78,8 @@ def two_machine_store(tmp_path: Path) -> Path:
     files = [write_run(tmp_path / "gpu.jsonl", "20260101-000000-aaaaaa", "2026-01-01T00:00:00Z", GPU_ENV, gpu_run()),
              write_run(tmp_path / "cpu1.jsonl", "20260102-000000-bbbbbb", "2026-01-02T00:00:00Z", CPU_ENV,
                        cpu_run("2.11.0", 60e-3)),
-             write_run(tmp_path / "cpu2.jsonl", "20260103-000000-cccccc", "2026-01-03T00:00:00Z", CPU_ENV,
-                       cpu_run("2.13.0", 30.3e-3))]
+             write_run(tmp_path / "cpu2.jsonl", "20260103-000000-cccccc", "2026-01-03T00:00:00Z",
+                       {**CPU_ENV, "versions": {"torch": "2.13.0"}}, cpu_run("2.13.0", 30.3e-3))]
     assert main(["import", *map(str, files), "--store", str(db)]) == 0
     return db
 
@@ -140,16 +142,23 @@ def test_publish_writes_the_answer_workloads_framework_versions_and_every_runs_r
     assert index.index('id="answer"') < index.index('id="machines"')  # the answer comes first
     assert "on the 2-core EPYC, numpy·eager" in index and "on the H100, torch·eager·gpu" in index
     for run in ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb", "20260103-000000-cccccc"):
+        # Each machine's latest runs keep their full report beside their own page.
         assert (site / "runs" / run / "report.html").is_file() and (site / "runs" / run / "results.csv").is_file()
-        assert f'href="runs/{run}/report.html"' in index
+        assert f'href="runs/{run}/index.html"' in index
+        assert 'href="report.html"' in (site / "runs" / run / "index.html").read_text()
     # Every link of every page the site itself writes resolves to a file of the site.
-    pages = [site / "index.html", *(site / "workloads").glob("*.html"), *(site / "frameworks").glob("*.html")]
-    assert len(pages) == 1 + 2 + 3  # sort and the hostile workload; cupy, numpy, torch
+    pages = site_pages(site)
+    assert len(pages) == 1 + 2 + 3 + 2 + 3  # sort and the hostile workload; cupy, numpy, torch; runs by month
     for page in pages:
         for target in parsed(page).targets:
             assert not urlsplit(target).scheme, f"{page.name} reaches out to {target}"
             path = (page.parent / unquote(urlsplit(target).path)).resolve()
             assert path.is_file() and site.resolve() in path.parents, f"{page.name}: {target} does not resolve"
+    # A full report on the site shows its plots from plots/ beside it: embedded, a run's is 3 MB.
+    report = site / "runs" / "20260103-000000-cccccc" / "report.html"
+    plots = [t for t in parsed(report).targets if t.startswith("plots/") and t.endswith(".svg")]
+    assert plots and "data:image" not in report.read_text()
+    assert all((report.parent / unquote(t)).is_file() for t in plots)
     # The question after an upgrade: torch 2.11 -> 2.13 on the EPYC, 2× faster at 10⁶, the same at 1000.
     torch = (site / "frameworks" / "torch.html").read_text()
     assert "From torch 2.11.0 to 2.13.0, on the cases measured under both: 1 faster beyond noise, 0 slower, " \
@@ -160,10 +169,16 @@ def test_publish_writes_the_answer_workloads_framework_versions_and_every_runs_r
     assert "memory-bound" in sort or "compute-bound" in sort or "dispatch-bound" in sort  # the report's figures
 
 
+def site_pages(site: Path) -> list[Path]:
+    """Every page the site writes itself (a run's full report is the report's, tested there)."""
+    return [site / "index.html", *(site / "workloads").glob("*.html"), *(site / "frameworks").glob("*.html"),
+            *(site / "runs").glob("*.html"), *(site / "runs").glob("*/index.html")]
+
+
 def test_every_result_string_is_escaped_and_the_site_carries_no_store_name(store, cli, tmp_path):
     site = tmp_path / "site"
     assert cli("publish", str(site), "--store", str(store))[0] == 0
-    pages = [site / "index.html", *(site / "workloads").glob("*.html"), *(site / "frameworks").glob("*.html")]
+    pages = site_pages(site)
     for page in pages:
         text = page.read_text()
         assert "script" not in parsed(page).tags and "<img" not in text, page.name
@@ -187,7 +202,7 @@ def test_publish_replaces_its_own_site_and_refuses_other_folders_and_stores(stor
     report = site / "runs" / "20260101-000000-aaaaaa" / "report.html"
     report.write_text("kept: its run has the same records as when it was published")
     code, _, err = cli("publish", str(site), "--store", str(store))
-    assert code == 0 and "3 run reports of which 3 unchanged" in err
+    assert code == 0 and "0 runs' pages, 3 runs unchanged" in err
     assert not stale.exists() and not gone_run.exists() and report.read_text().startswith("kept")
     other = tmp_path / "mine"
     other.mkdir()
@@ -254,3 +269,89 @@ def test_show_prints_every_derived_figure_with_each_record_as_json_and_csv(store
     assert any(r["bound"] for r in records) and any(r["speedup"] for r in records)
     code, out, _ = cli("show", "20260103-000000-cccccc", "--store", str(store), "--format", "csv")
     assert code == 0 and set(FIGURES) <= set(next(csv.reader(out.splitlines())))
+
+
+def nightly_store(tmp_path: Path, nights: int) -> Path:
+    """`nights` runs of the EPYC, one a night from the first of January: a store whose run list outgrows a page."""
+    files = []
+    for i in range(nights):
+        day = datetime.date(2026, 1, 1) + datetime.timedelta(days=i)
+        files.append(write_run(tmp_path / f"night{i}.jsonl", f"{day:%Y%m%d}-020000-{i:06x}", f"{day}T02:00:00Z",
+                               CPU_ENV, cpu_run("2.11.0", 60e-3)))
+    db = tmp_path / "nightly.db"
+    assert main(["import", *map(str, files), "--store", str(db)]) == 0
+    return db
+
+
+def run_ids(db: Path) -> list[str]:
+    return [run.id for run in load_store(str(db)).runs]
+
+
+def test_the_index_stays_small_at_many_runs_each_runs_page_is_a_click_away_and_full_reports_follow_the_rule(
+        tmp_path, cli, monkeypatch):
+    monkeypatch.setattr("arraybench.site.FULL_REPORTS", 1)
+    db = nightly_store(tmp_path, 40)
+    site = tmp_path / "site"
+    code, _, err = cli("publish", str(site), "--store", str(db))
+    assert code == 0 and "40 runs on 1 machines" in err and "1 full reports" in err
+    index = (site / "index.html").read_text()
+    # The index lists the latest runs only, and every month; each month's page lists its runs.
+    linked = set(re.findall(r'href="runs/([^/"]+)/index.html"', index))
+    ids = run_ids(db)
+    assert linked == set(ids[-LATEST_RUNS:])
+    assert 'href="runs/2026-01.html"' in index and 'href="runs/2026-02.html"' in index
+    by_month = set()
+    for month in ("2026-01", "2026-02"):
+        listed = (site / "runs" / f"{month}.html").read_text()
+        by_month |= set(re.findall(r'href="../runs/([^/"]+)/index.html"', listed))
+    assert by_month == set(ids)
+    # The caps a static host and a reader's browser need, whatever the number of runs.
+    for f in site.rglob("*"):
+        assert not f.is_file() or f.stat().st_size < 2e6, f
+    assert (site / "index.html").stat().st_size < 0.5e6
+    # Only the latest run keeps its full report; every other run's page says how to build one.
+    assert [r for r in ids if (site / "runs" / r / "report.html").exists()] == ids[-1:]
+    page = (site / "runs" / ids[0] / "index.html").read_text()
+    assert f"arraybench report {ids[0]} --store STORE" in page and "numpy·eager" in page
+    assert "full report, with its plots, is kept for each machine" in index
+
+
+def test_publishing_again_rewrites_only_the_new_run_and_the_one_whose_full_report_it_takes(tmp_path, cli,
+                                                                                         monkeypatch):
+    monkeypatch.setattr("arraybench.site.FULL_REPORTS", 1)
+    db = nightly_store(tmp_path, 4)
+    site = tmp_path / "site"
+    assert cli("publish", str(site), "--store", str(db))[0] == 0
+    pages = {p: p.stat().st_mtime_ns for p in site.rglob("*.html")}
+    code, _, err = cli("publish", str(site), "--store", str(db))
+    assert code == 0 and "0 runs' pages, 4 runs unchanged" in err
+    assert all(p.stat().st_mtime_ns == t for p, t in pages.items() if p.name != "index.html" or p.parent != site)
+    day = write_run(tmp_path / "night4.jsonl", "20260105-020000-000004", "2026-01-05T02:00:00Z", CPU_ENV,
+                    cpu_run("2.11.0", 60e-3))
+    assert main(["import", str(day), "--store", str(db)]) == 0
+    code, _, err = cli("publish", str(site), "--store", str(db))
+    # The new run (page and full report) and the run that was latest (its full report removed).
+    assert code == 0 and "2 runs' pages, 3 runs unchanged" in err
+    ids = run_ids(db)
+    assert [r for r in ids if (site / "runs" / r / "report.html").exists()] == ids[-1:]
+    assert not (site / "runs" / ids[-2] / "plots").exists()
+    assert all(p.stat().st_mtime_ns == t for p, t in pages.items() if p.parent.name in ids[:3])
+    # The runs a detected change points at keep their full report too (store.history's changes feed it).
+    written = write_site(load_store(str(db)), site, str(db), pointed={ids[0]})
+    assert written.runs == 1 and written.reports == 2 and (site / "runs" / ids[0] / "report.html").is_file()
+
+
+def test_versions_measured_side_by_side_in_one_run_are_compared_paired_on_the_framework_page(tmp_path, cli):
+    from test_envs_run import _two_env_run
+
+    run = _two_env_run(tmp_path / "run.jsonl", 1.3, [1.0, 1.15, 0.87, 1.1])
+    db, site = tmp_path / "envs.db", tmp_path / "site"
+    assert cli("import", str(run), "--store", str(db))[0] == 0
+    assert cli("publish", str(site), "--store", str(db))[0] == 0
+    numpy = (site / "frameworks" / "numpy.html").read_text()
+    said = "numpy 2.4.6 against 2.3.5: faster in 0 of 4 cases, slower in 4 (median +30 %)"
+    assert "Versions measured side by side in one run" in numpy and said in numpy
+    assert 'href="../runs/r1/index.html"' in numpy
+    # The run's own page and the index name its environments.
+    assert said in (site / "runs" / "r1" / "index.html").read_text()
+    assert "<td>old, new</td>" in (site / "index.html").read_text()

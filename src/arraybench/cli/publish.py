@@ -10,15 +10,16 @@ from typing import Any
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.store import add_store_option
 from arraybench.errors import UsageError
-from arraybench.site import SiteData, across, answer_text, load_store, write_site
+from arraybench.site import SiteData, across, answer_text, write_site
 from arraybench.site.history import SiteHistory
+from arraybench.site.model import read_site
 from arraybench.store import Store
 
 
 def add_parsers(sub: Any) -> None:
     """`publish` and `answer`."""
     pub = sub.add_parser("publish", help="write a static site from the results store: the answer across machines, "
-                                         "each workload, each framework's versions, every run's report")
+                                         "each workload, each framework's versions, a page per run")
     pub.add_argument("dir", help="the site's folder (created; a site published there before is replaced)")
     add_store_option(pub)
     ans = sub.add_parser("answer", help="the answer across machines: per workload, the fastest backend·mode on each")
@@ -26,12 +27,14 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    site = load_store(args.store)
-    history = SiteHistory.read(args.store)
-    written = write_site(site, Path(args.dir), history.pages(), history.section())
-    print(f"site: {written.index}  ({written.pages} pages, {written.reports + written.kept} run reports of which "
-          f"{written.kept} unchanged, {len(site.machines)} machines, {written.bytes / 1e6:.1f} MB; opens from "
-          "file://)", file=sys.stderr)
+    # The pages, the histories and the changes from one snapshot of the store, whoever pushes meanwhile.
+    with Store(args.store, create=False) as st, st.snapshot():
+        site = read_site(st)
+        history = SiteHistory.read(st)
+    written = write_site(site, Path(args.dir), args.store, history.pointed, history.pages(), history.section())
+    print(f"site: {written.index}  ({len(site.runs)} runs on {len(site.machines)} machines; written now: "
+          f"{written.pages} pages and {written.runs} runs' pages, {written.kept} runs unchanged; {written.reports} "
+          f"full reports; {written.bytes / 1e6:.1f} MB; opens from file://)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -43,7 +46,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if not loaded:
         raise UsageError("the results store holds no runs yet (arraybench run or import adds them; "
                          "--store names another)")
-    site = SiteData.from_runs(loaded)
+    site = SiteData.of(loaded)
     print(answer_text(across(site), site, held))
     return EXIT_OK
 

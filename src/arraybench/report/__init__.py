@@ -125,8 +125,9 @@ def host_warnings(data: ReportData) -> tuple[str, ...]:
 
 
 def write_all(results: Sequence[Results], out_dir: Path,
-              draw: Callable[[list[str], list[list[str]]], str] | None = None) -> Report:
-    """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results files."""
+              draw: Callable[[list[str], list[list[str]]], str] | None = None, linked_plots: bool = False) -> Report:
+    """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results files.
+    `linked_plots`: report.html shows plots/ beside it instead of embedding them (the published site's)."""
     from arraybench.report.html import render_html
     from arraybench.report.plots import write_plots
 
@@ -151,7 +152,8 @@ def write_all(results: Sequence[Results], out_dir: Path,
     atomic_write_text(report.markdown, markdown_text(data, found, said, files))
     atomic_write_text(report.csv, csv_text(data))
     atomic_write_text(report.crossovers_csv, crossovers.csv_text(found))
-    atomic_write_text(report.html, render_html(data, found, plots, said, rate_notes(data), warnings))
+    atomic_write_text(report.html, render_html(data, found, plots, said, rate_notes(data), warnings,
+                                                   linked_plots))
     return report
 
 

@@ -39,7 +39,8 @@ def status_badge(status: str) -> str:
 
 
 def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], said: list[Answer],
-                rate_notes: list[str], warnings: tuple[str, ...] = ()) -> str:
+                rate_notes: list[str], warnings: tuple[str, ...] = (), linked: bool = False) -> str:
+    """report.html; `linked`: its plots shown from plots/ beside it, not embedded (plot_html)."""
     counts = {s: sum(r.status == s for r in data.records)
               for s in ("ok", "wrong", *[f for f in FAILED if f != "wrong"], *NOT_RUN)}
     noisy = sum(bool(r.noisy) for r in data.records)
@@ -51,12 +52,12 @@ def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], sai
         version=e(__version__),
         title="arraybench report",
         subtitle=e(f"{len(data.records)} cases on {machines} · generated {time.strftime('%Y-%m-%d %H:%M %Z')}"),
-        glance=glance_html(data, found, glance, said),
+        glance=glance_html(data, found, glance, said, linked),
         answer=answer_html(data, said, counts, noisy),
-        overview="\n".join([*notes, *(plot_html(p) for p in overview)])
+        overview="\n".join([*notes, *(plot_html(p, linked) for p in overview)])
         or '<p class="muted">No plots: nothing was measured.</p>',
         crossovers=crossovers_html(data, found),
-        plots="\n".join(plot_html(p) for p in plots if p not in overview + glance)
+        plots="\n".join(plot_html(p, linked) for p in plots if p not in overview + glance)
         or '<p class="muted">No plots per workload.</p>',
         bounds=bounds_html(rate_notes),
         gpu=gpu.html_section(data.records),
@@ -68,14 +69,15 @@ def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], sai
     )
 
 
-def glance_html(data: ReportData, found: list[Crossover], glance: list[Plot], said: list[Answer]) -> str:
+def glance_html(data: ReportData, found: list[Crossover], glance: list[Plot], said: list[Answer],
+                linked: bool = False) -> str:
     """The winners map, then a line per workload whose name links to its answer in words."""
     written = {winners.anchor(a.workload, a.dtype, a.machine, a.problem) for a in said}
     items = [f'<li><a href="#{row.anchor if row.anchor in written else "problems"}"><b>{e(row.title)}</b></a> — '
              f"{e(winners.line(row, found))}</li>" for row in winners.rows(data)]
     pairs = [f'<p class="envs"><b>Environments:</b> {e(line)}.</p>' for line in data.env_pairs]
-    return "\n".join([*pairs, *(plot_html(p) for p in glance), f'<ul class="glance">{"".join(items)}</ul>' if items
-                       else '<p class="muted">Nothing was measured.</p>'])
+    listed = f'<ul class="glance">{"".join(items)}</ul>' if items else '<p class="muted">Nothing was measured.</p>'
+    return "\n".join([*pairs, *(plot_html(p, linked) for p in glance), listed])
 
 
 def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], noisy: int) -> str:
@@ -123,11 +125,14 @@ def bounds_html(rate_notes: list[str]) -> str:
     return "\n".join(out)
 
 
-def plot_html(p: Plot) -> str:
-    svg = base64.b64encode(p.svg.read_bytes()).decode("ascii")
+def plot_html(p: Plot, linked: bool = False) -> str:
+    """One plot with its caption. Embedded, the page is whole on its own and 3 MB for a run of 300
+    cases; `linked`, it shows plots/NAME.svg beside it, as the published site does (no page over 2 MB)."""
+    src = f"plots/{p.svg.name}" if linked else \
+        f"data:image/svg+xml;base64,{base64.b64encode(p.svg.read_bytes()).decode('ascii')}"
     # An <img> keeps each SVG's ids and any text in it apart from the page: nothing in a plot runs.
     return (f'<figure class="plot" id="plot-{e(p.name)}"><img alt="{e(p.title)}" '
-            f'src="data:image/svg+xml;base64,{svg}"><figcaption><b>{e(p.title)}.</b> {e(p.caption)} '
+            f'src="{e(src)}"><figcaption><b>{e(p.title)}.</b> {e(p.caption)} '
             f'<a href="plots/{e(p.svg.name)}">SVG</a> · <a href="plots/{e(p.png.name)}">PNG</a></figcaption></figure>')
 
 

@@ -66,7 +66,12 @@ class ReportData:
 
     def label(self, r: CaseRecord) -> str:
         """backend·mode, plus the device and machine only where the data has more than one."""
-        return self.label_in(self.records)(r)
+        return self._label(r)
+
+    @cached_property
+    def _label(self) -> Callable[[CaseRecord], str]:
+        # Counting the devices and machines once: per call, it made a table of 300 cases take seconds.
+        return self.label_in(self.records)
 
     @staticmethod
     def label_in(records: Sequence[CaseRecord]) -> Callable[[CaseRecord], str]:

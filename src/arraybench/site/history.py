@@ -37,9 +37,9 @@ class SiteHistory:
     changes: list[Change]
 
     @classmethod
-    def read(cls, location: str) -> SiteHistory:
-        with Store(location, create=False) as st:
-            machines = read_history(st)
+    def read(cls, st: Store) -> SiteHistory:
+        """From an open store: inside the snapshot the rest of a publish reads (site.model.read_site)."""
+        machines = read_history(st)
         return cls(machines, found(machines))
 
     @property

@@ -10,21 +10,26 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
 from arraybench import __version__
 from arraybench.output.palette import colour
-from arraybench.report.answer import leads
-from arraybench.report.model import CaseView
+from arraybench.report.answer import answers, leads
+from arraybench.report.crossovers import crossovers
+from arraybench.report.model import CaseView, ReportData, environment_rows
 from arraybench.report.table import Points, size_sort_key, size_text
-from arraybench.results.record import FAILED
+from arraybench.results import Results
 from arraybench.site.answer import Across
-from arraybench.site.model import Machine, SiteData, VersionTable
+from arraybench.site.model import Machine, Run, SiteData, VersionTable
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
 
 GENERATOR = f"arraybench {__version__} publish"
+# The runs the index lists itself; the rest are a click away, by month.
+LATEST_RUNS = 12
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """
 :root { --ink: #1d2330; --muted: #5b6474; --line: #dde1e8; --bg: #f6f7f9; --ok: #1b7a3d; --bad: #b00020; }
@@ -72,7 +77,17 @@ def slug(name: str) -> str:
 
 
 def run_href(run_id: str, depth: int = 0) -> str:
-    return f"{'../' * depth}runs/{slug(run_id)}/report.html"
+    """A run's own page: its answer, its table and its environment (the full report beside it, where kept)."""
+    return f"{'../' * depth}runs/{slug(run_id)}/index.html"
+
+
+def month_href(month: str, depth: int = 0) -> str:
+    return f"{'../' * depth}runs/{slug(month)}.html"
+
+
+def month(run: Run) -> str:
+    """'2026-03': the month a run started in, by which the site lists its runs."""
+    return run.started[:7] if re.fullmatch(r"\d{4}-\d{2}", run.started[:7]) else "undated"
 
 
 def page(title: str, subtitle: str, body: str, depth: int = 0) -> str:
@@ -89,9 +104,10 @@ def page(title: str, subtitle: str, body: str, depth: int = 0) -> str:
             f"<nav>{nav}</nav>\n<main>\n{body}\n</main>\n</body>\n</html>\n")
 
 
-def index_page(site: SiteData, said: list[Across], changes: str = "") -> str:
-    """The first page; `changes` (site/history.py's list of the changes found) goes first, on the first screen."""
-    cases = sum(len(run.views) for run in site.runs)
+def index_page(site: SiteData, said: list[Across], rule: str, changes: str = "") -> str:
+    """The first page: `changes` (site/history.py's list of the changes found) first, on the first screen,
+    then the answer, the machines, workloads and frameworks, and the latest runs."""
+    cases = sum(run.cases for run in site.runs)
     subtitle = (f"{len(site.runs)} runs on {len(site.machines)} machines, {cases} case records · "
                 f"published {time.strftime('%Y-%m-%d %H:%M %Z')}")
     items = [f'<li><a href="workloads/{slug(a.workload)}.html"><b>{e(a.title)}</b></a>'
@@ -110,7 +126,7 @@ def index_page(site: SiteData, said: list[Across], changes: str = "") -> str:
         + "".join(f'<li><a href="workloads/{slug(w)}.html">{e(w)}</a></li>' for w in site.workloads)
         + "</ul></section>",
         frameworks_html(site),
-        runs_html(site),
+        runs_html(site, rule),
     ]
     return page("arraybench: the answer across machines", subtitle, "\n".join(body))
 
@@ -119,7 +135,7 @@ def machines_html(site: SiteData) -> str:
     rows = []
     for m in site.machines:
         env = m.environment
-        runs = [r for r in site.runs if any(x.key == m.key for x in r.machines)]
+        runs = [r for r in site.runs if r.machine.key == m.key]
         latest = runs[-1].id if runs else ""
         gpus = ", ".join(str(g.get("name")) for g in env.get("gpus") or []) or "none"
         rows.append(f"<tr><td><b>{e(m.name)}</b></td><td>{e(env.get('cpu_model'))} ×{e(env.get('cpu_logical'))}"
@@ -142,16 +158,87 @@ def frameworks_html(site: SiteData) -> str:
             f"<ul>{''.join(items)}</ul></section>")
 
 
-def runs_html(site: SiteData) -> str:
+def runs_html(site: SiteData, rule: str) -> str:
+    """The latest runs, and every month's: a thousand runs listed here would outweigh the answer."""
+    latest = "".join(run_rows(site.runs[-LATEST_RUNS:][::-1]))
+    months: dict[str, list[Run]] = defaultdict(list)
+    for run in site.runs:
+        months[month(run)].append(run)
+    listed = ", ".join(f'<a href="{e(month_href(m))}">{e(m)}</a> ({len(runs)})' for m, runs in sorted(months.items()))
+    return (f'<section id="runs"><h2>Runs</h2><p>{len(site.runs)} runs; every run by month: {listed}. '
+            f'<a href="runs/index.html">All months</a>.</p><p class="muted">{e(rule)}</p>'
+            f"{runs_table(latest)}</section>")
+
+
+def run_rows(runs: Sequence[Run], depth: int = 0) -> list[str]:
+    return [f'<tr><td><a href="{e(run_href(run.id, depth))}">{e(run.id)}</a></td><td>{e(run.started)}</td>'
+            f"<td>{e(run.machine.name)}</td><td>{run.cases}</td><td>{run.failed}</td>"
+            f"<td>{e(', '.join(run.environments))}</td></tr>" for run in runs]
+
+
+def runs_table(rows: str) -> str:
+    head = "".join(f"<th>{h}</th>" for h in ("run (its page)", "started", "machine", "cases", "failed or wrong",
+                                             "environments"))
+    return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>')
+
+
+def months_pages(site: SiteData, rule: str) -> dict[str, str]:
+    """runs/index.html (every month, its runs per machine) and runs/MONTH.html (its runs, newest first)."""
+    months: dict[str, list[Run]] = defaultdict(list)
+    for run in site.runs:
+        months[month(run)].append(run)
+    out = {}
+    for m, runs in months.items():
+        out[f"{slug(m)}.html"] = page(f"Runs of {m}", f"{len(runs)} runs", f'<section id="runs"><p class="muted">'
+                                      f"{e(rule)}</p>{runs_table(''.join(run_rows(runs[::-1], 1)))}</section>", 1)
+    items = "".join(f'<li><a href="{e(slug(m))}.html">{e(m)}</a>: '
+                    + e(", ".join(f"{n} on the {name}" for name, n in
+                                  sorted(Counter(r.machine.name for r in runs).items())))
+                    + "</li>" for m, runs in sorted(months.items(), reverse=True))
+    out["index.html"] = page("Every run, by month", f"{len(site.runs)} runs",
+                             f'<section id="runs"><p class="muted">{e(rule)}</p><ul>{items}</ul></section>', 1)
+    return out
+
+
+def run_page(run: Run, res: Results, full: bool, rule: str) -> str:
+    """A run's own page, small at any number of runs: its answer, a line per case and its environment;
+    the full report (with its plots) beside it where `full`, else how to build it."""
+    data = ReportData.from_results([res])
+    said = answers(data, crossovers(data))
+    items = [f"<li><b>{e(a.title)}</b>: {e(a.text())}</li>" for a in said]
+    envs = [f"<li>{e(line)}.</li>" for line in data.env_pairs]
+    report = ('<p><a href="report.html">The full report</a> (plots, correctness, crossovers; '
+              '<a href="results.csv">results.csv</a>).</p>' if full else
+              f'<p class="muted">{e(rule)} For this run: <code>arraybench report {e(run.id)} --store STORE</code>.</p>')
+    body = [f'<section id="answer"><h2>The answer of this run</h2>{report}'
+            + (f'<h3>Environments side by side</h3><ul class="answer">{"".join(envs)}</ul>' if envs else "")
+            + (f'<ul class="answer">{"".join(items)}</ul>' if items else "<p>No case was correct: nothing to rank.</p>")
+            + "</section>",
+            f'<section id="cases"><h2>Every case</h2>{cases_table(data)}</section>']
+    for machine, header in data.headers.items():
+        rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in
+                       environment_rows(header, [r for r in data.records if r["machine"] == machine]))
+        body.append(f'<section id="environment"><h2>Environment: {e(machine)}</h2><div class="table-wrap"><table>'
+                    f"<tbody>{rows}</tbody></table></div></section>")
+    subtitle = f"on the {run.machine.name} · started {run.started} · {run.cases} cases, {run.failed} failed or wrong"
+    return page(f"run {run.id}", subtitle, "\n".join(body), depth=2)
+
+
+def cases_table(data: ReportData) -> str:
+    """One line per case: what it is, its status, its median [95 % interval] and why it is as fast as it is."""
+    shown = [r for r in data.records if r["status"] != "unavailable"]
     rows = []
-    for run in reversed(site.runs):
-        failed = sum(v["status"] in FAILED for _, v in run.views)
-        names = ", ".join(m.name for m in run.machines)
-        rows.append(f'<tr><td><a href="{e(run_href(run.id))}">{e(run.id)}</a></td><td>{e(run.started)}</td>'
-                    f"<td>{e(names)}</td><td>{len(run.views)}</td><td>{failed}</td></tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("run (its report)", "started", "machine", "cases", "failed or wrong"))
-    return (f'<section id="runs"><h2>Runs</h2><div class="table-wrap"><table><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div></section>")
+    for r in sorted(shown, key=lambda r: (r["workload"], size_sort_key(r.get("size")), data.label(r))):
+        problem = data.problem(r)
+        time_ = (f"{e(format_seconds(r['median_s']))} <span class=\"muted\">[{e(interval_text(r))}]</span>"
+                 if r["status"] == "ok" and r.get("median_s") else "")
+        size = f"{_size(r.get('size'))}{f' ({problem})' if problem else ''}"
+        rows.append(f"<tr><td>{e(r['workload'])}</td><td>{e(size)}</td><td>{e(data.label(r))}</td><td>{e(r.get('dtype'))}</td><td>{e(r['status'])}</td>"
+                    f'<td>{time_}</td><td class="figs">{e(figures_text(r))}</td></tr>')
+    head = "".join(f"<th>{h}</th>" for h in ("workload", "size", "backend·mode", "dtype", "status",
+                                             "median / call [95 % interval]", "figures"))
+    return (f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+            "</table></div>")
 
 
 def figures_text(view: CaseView) -> str:
@@ -208,16 +295,27 @@ def workload_page(site: SiteData, workload: str) -> str:
     said = [f"<li><b>the {e(m.name)} ({e(p.apart)})</b>: {e(a.text())}</li>"
             for m in machines for p in problems for a in site.answers[m.key]
             if (a.workload, a.dtype, a.fixed) == (workload, p.dtype, p.fixed)]
-    runs = [r for r in site.runs if any(v["workload"] == workload for _, v in r.views)]
+    last = {r.machine.key: r for r in site.runs}
     body.insert(0, '<section id="answer"><h2>The answer, machine by machine</h2>'
-                   f'<ul class="answer">{"".join(said)}</ul><p>Its runs\' reports: '
-                   + ", ".join(f'<a href="{e(run_href(r.id, 1))}">{e(r.id)}</a>' for r in runs) + "</p></section>")
+                   f'<ul class="answer">{"".join(said)}</ul><p>Each machine\'s latest run: '
+                   + ", ".join(f'<a href="{e(run_href(last[m.key].id, 1))}">{e(last[m.key].id)}</a> (the {e(m.name)})'
+                               for m in machines if m.key in last)
+                   + '; <a href="../runs/index.html">every run, by month</a>.</p></section>')
     return page(f"{workload}", f"on {len(machines)} machine(s)", "\n".join(body), depth=1)
 
 
 def framework_page(site: SiteData, backend: str) -> str:
     """Per machine: each case's time under every version of `backend` that ran it, and the last change."""
     body = []
+    paired = site.paired.get(backend, {})
+    if paired:
+        items = "".join(f'<li><b>the {e(side.machine.name)}</b>, run <a href="{e(run_href(side.run, 1))}">'
+                        f"{e(side.run)}</a>: {e(side.sentence)}.</li>" for side in paired.values())
+        body.append('<section id="side-by-side"><h2>Versions measured side by side in one run</h2>'
+                    '<p class="muted">Each version in its own Python environment of one run, their processes '
+                    "interleaved round by round and compared pair by pair, where the host's drift cancels "
+                    "(docs/environments.md): the verdicts counted.</p>"
+                    f'<ul class="answer">{items}</ul></section>')
     for key, table in site.versions(backend).items():
         body.append(version_section(site.machine(key), table, backend, site.points))
     if not body:

@@ -1,22 +1,26 @@
-"""What the published site is drawn from: every stored run's cases with the report's figures, by machine."""
+"""What the published site is drawn from: every stored run, and each machine's latest cases per framework version."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from arraybench.comparison import compare, environment_side
 from arraybench.errors import UsageError
 from arraybench.machine.environment import fingerprint
 from arraybench.output.exports import benchmark_name
 from arraybench.report.answer import Answer, answers
 from arraybench.report.crossovers import crossovers
+from arraybench.report.environments import sentence
 from arraybench.report.model import CaseView, ReportData
 from arraybench.report.table import Points, points_by_workload
 from arraybench.results import Results
+from arraybench.results.record import FAILED
 from arraybench.results.run_ids import run_id
 from arraybench.store import Store
 
@@ -37,16 +41,16 @@ class Machine:
 
 @dataclass(frozen=True)
 class Run:
-    """One stored run: its results (for its own report) and its cases' views, each on its machine."""
+    """One stored run as the site lists it, read from the store's index of records: none of them loaded."""
 
     id: str
     started: str
-    results: Results
-    views: tuple[tuple[Machine, CaseView], ...]
-
-    @property
-    def machines(self) -> list[Machine]:
-        return list({m.key: m for m, _ in self.views}.values())
+    machine: Machine
+    cases: int  # its cases, one a resumed run retried counted once
+    failed: int  # of those, failed or wrong
+    records: int  # every attempt stored: a run only ever gains records, so a changed run has more
+    backends: tuple[str, ...]  # those with a case that was available to run
+    environments: tuple[str, ...]  # the Python environments measured side by side in it (--env); () for one
 
 
 @dataclass(frozen=True)
@@ -78,33 +82,47 @@ class SiteData:
     runs: list[Run]
     machines: list[Machine]
     latest: dict[str, ReportData]  # machine key -> the latest record of each case there, as views
+    tables: dict[str, dict[str, VersionTable]]  # backend -> machine key -> its cases by version
+    # backend -> machine key -> the latest run there that measured two of its versions side by side (--env)
+    paired: dict[str, dict[str, SideBySide]]
 
     @classmethod
-    def from_runs(cls, results: Sequence[Results]) -> SiteData:
-        """`results` oldest first: a later run's record of a case replaces an earlier one's."""
-        envs: dict[str, Mapping[str, Any]] = {}
-        for res in results:
-            for env in res.machines.values():
-                envs.setdefault(fingerprint(env), env)
-        names = machine_names(envs)
-        machines = {key: Machine(key, names[key], env) for key, env in envs.items()}
-        runs: list[Run] = []
+    def from_runs(cls, runs: Sequence[Run], loaded: Sequence[Results]) -> SiteData:
+        """`runs`: every run, oldest first. `loaded`: those runs whole, in the same order, or only
+        the ones holding the latest record of a case on a machine, or of a framework version there
+        (shown_runs): a later run's record of a case replaces an earlier one's."""
+        by_id = {run.id: run for run in runs}
         latest: dict[str, dict[str, CaseView]] = defaultdict(dict)
         headers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-        for res in results:
-            # A cluster run records each machine its cases ran on; another, the one in its header.
-            on = {host: (machines[fingerprint(env)], {**res.header, "environment": env})
-                  for host, env in res.machines.items()}
-            views = []
+        tables: dict[str, dict[str, VersionTable]] = defaultdict(dict)
+        paired: dict[str, dict[str, SideBySide]] = defaultdict(dict)
+        for res in loaded:
+            run = by_id[run_id(res.header)]
+            m = run.machine
+            for side in side_by_side(res, m):
+                paired[side.backend][m.key] = side
             for view in ReportData.from_results([res]).records:
-                m, header = on.get(view.machine) or (machines[fingerprint(res.environment)], res.header)
-                views.append((m, view))
                 latest[m.key][view.record.id] = view
-                headers[m.key][view.machine] = header
-            runs.append(Run(run_id(res.header), str(res.header.get("started", "")), res, tuple(views)))
-        # A machine a cluster run named but gave no case is left out.
-        ordered = sorted((m for m in machines.values() if latest.get(m.key)), key=lambda m: m.name)
-        return cls(runs, ordered, {m.key: ReportData(list(latest[m.key].values()), headers[m.key]) for m in ordered})
+                headers[m.key][view.machine] = res.header
+                version = (view.backend_info or {}).get("version")
+                if view.status != "ok" or not view.median_s or not version:
+                    continue
+                table = tables[view.backend].setdefault(m.key, VersionTable(m, {}, {}))
+                table.cases.setdefault(benchmark_name(view.record), {})[str(version)] = view
+                table.runs[str(version)] = run.id  # the latest run of each version
+        # A machine whose runs hold no case is left out.
+        machines = sorted({run.machine.key: run.machine for run in runs if latest.get(run.machine.key)}.values(),
+                          key=lambda m: m.name)
+        return cls(list(runs), machines, {m.key: ReportData(list(latest[m.key].values()), headers[m.key])
+                                          for m in machines}, dict(tables), dict(paired))
+
+    @classmethod
+    def of(cls, loaded: Sequence[Results]) -> SiteData:
+        """From these runs alone (oldest first), each loaded whole: the answer across machines
+        (`arraybench answer`), which needs no other run of the store."""
+        headers = {run_id(res.header): res.header for res in loaded}
+        index = [(run_id(res.header), r.id, r.backend, r.status) for res in loaded for r in res.records]
+        return cls.from_runs(run_list(headers, index), loaded)
 
     @property
     def workloads(self) -> list[str]:
@@ -112,7 +130,7 @@ class SiteData:
 
     @property
     def frameworks(self) -> list[str]:
-        return sorted({v.backend for run in self.runs for _, v in run.views if v.status != "unavailable"})
+        return sorted({b for run in self.runs for b in run.backends})
 
     @cached_property
     def points(self) -> dict[str, Points]:
@@ -145,16 +163,39 @@ class SiteData:
 
     def versions(self, backend: str) -> dict[str, VersionTable]:
         """Per machine key: `backend`'s correct cases by the framework version that ran them."""
-        out: dict[str, VersionTable] = {}
-        for run in self.runs:
-            for m, v in run.views:
-                version = (v.backend_info or {}).get("version")
-                if v.backend != backend or v.status != "ok" or not v.median_s or not version:
-                    continue
-                table = out.setdefault(m.key, VersionTable(m, {}, {}))
-                table.cases.setdefault(benchmark_name(v.record), {})[str(version)] = v
-                table.runs[str(version)] = run.id  # the latest run of each version
+        out = self.tables.get(backend, {})
         return {key: out[key] for key in sorted(out, key=lambda k: self.machine(k).name)}
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Two versions of one framework measured in one run, each in its own Python environment (--env),
+    their processes interleaved round by round: compared pair by pair, where the host's drift cancels."""
+
+    machine: Machine
+    run: str
+    backend: str
+    sentence: str  # report.environments' sentence: "torch 2.13.0 against 2.12.0: faster in 3 of 40 cases, …"
+
+
+def side_by_side(res: Results, machine: Machine) -> list[SideBySide]:
+    """Per framework whose version differs between a run's first environment and another: the paired
+    verdicts over that framework's cases (comparison.compare, paired), counted."""
+    envs = res.header.get("environments") or {}
+    first, *others = list(envs) or [""]
+    out = []
+    for other in others:
+        a, b = (envs[first].get("versions") or {}), (envs[other].get("versions") or {})
+        changed = [k for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+        if not changed:
+            continue
+        cmp = compare(environment_side(res, first), environment_side(res, other), paired=True)
+        for backend in changed:
+            mine = dataclasses.replace(cmp, cases=[c for c in cmp.cases if c.base.backend == backend])
+            if mine.cases:
+                what = f"{backend} {b.get(backend) or 'absent'} against {a.get(backend) or 'absent'}"
+                out.append(SideBySide(machine, run_id(res.header), backend, sentence(what, mine)))
+    return out
 
 
 @dataclass
@@ -204,11 +245,84 @@ def machine_names(envs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 
 def load_store(location: str) -> SiteData:
-    """Every run in the results store at `location` (a file, or a database URL), oldest first."""
-    with Store(location, create=False) as st:
-        loaded = [st.load(r.id) for r in st.runs()]
-    if not loaded:
+    """The site's one read of the results store at `location` (a file, or a database URL), in one
+    consistent snapshot of it however many machines push meanwhile (read_site)."""
+    with Store(location, create=False) as st, st.snapshot():
+        return read_site(st)
+
+
+def read_site(st: Store) -> SiteData:
+    """Every run from the store's index of records, and whole only the runs whose records the pages
+    show — at a year of nightly runs on three machines, a few dozen of a thousand. Call it inside
+    `st.snapshot()`, with whatever else the same publish reads (site/history.py)."""
+    headers = st.headers()
+    index = st.record_index()
+    runs = run_list(headers, index)
+    if not runs:
         # The location is not repeated: a URL may carry what must not be printed.
         raise UsageError("the results store holds no runs yet (arraybench run or import adds them; "
                          "--store names another)")
-    return SiteData.from_runs(loaded)
+    loaded = [st.load(rid) for rid in shown_runs(runs, headers, index)]
+    return SiteData.from_runs(runs, loaded)
+
+
+def stored_runs(location: str, ids: Sequence[str]) -> Iterator[Results]:
+    """The runs `ids` of the store at `location`, whole, one at a time: a run's own page needs all of
+    it, and a thousand runs at once do not fit in memory."""
+    with Store(location, create=False) as st:
+        for rid in ids:
+            yield st.load(rid)
+
+
+Index = Sequence[tuple[str, str, str, str]]  # Store.record_index: (run id, case id, backend, status)
+
+
+def run_list(headers: Mapping[str, Mapping[str, Any]], index: Index) -> list[Run]:
+    """Every run of `headers` (oldest first), counted from `index`; a record of a run that landed
+    after `headers` were read is left for the next publish."""
+    cases: dict[str, dict[str, tuple[str, str]]] = {rid: {} for rid in headers}
+    counts: dict[str, int] = defaultdict(int)
+    for rid, case_id, backend, status in index:
+        if rid in cases:
+            cases[rid][case_id] = (backend, status)
+            counts[rid] += 1
+    envs: dict[str, Mapping[str, Any]] = {}
+    for h in headers.values():  # a machine as its first run describes it
+        envs.setdefault(fingerprint(h.get("environment") or {}), h.get("environment") or {})
+    names = machine_names(envs)
+    machines = {key: Machine(key, names[key], env) for key, env in envs.items()}
+    return [Run(rid, str(h.get("started", "")), machines[fingerprint(h.get("environment") or {})],
+                len(cases[rid]), sum(s in FAILED for _, s in cases[rid].values()), counts[rid],
+                tuple(sorted({b for b, s in cases[rid].values() if s != "unavailable"})),
+                tuple(h.get("environments") or ()))
+            for rid, h in headers.items()]
+
+
+def shown_runs(runs: Sequence[Run], headers: Mapping[str, Mapping[str, Any]], index: Index) -> list[str]:
+    """The runs, oldest first, holding some machine's latest record of a case, or its latest correct
+    record of a case under a framework version: all that the site's own pages are drawn from.
+
+    A record's version is read from its run's header (the versions its environment recorded, which
+    its records report too), not from the record: reading every record's JSON doubles the time of a
+    publish. A run whose header names no version of a framework is loaded whole, to be safe.
+    """
+    at = {run.id: (i, run.machine.key) for i, run in enumerate(runs)}
+    newest: dict[tuple[str, ...], int] = {}
+    for rid, case_id, backend, status in index:
+        if rid not in at:
+            continue
+        i, machine = at[rid]
+        newest[(machine, case_id)] = i
+        if status == "ok":
+            version = _versions(headers[rid], case_id).get(backend)
+            newest[(machine, backend, str(version) if version else f"unnamed in {rid}", case_id)] = i
+    return [runs[i].id for i in sorted(set(newest.values()))]
+
+
+def _versions(header: Mapping[str, Any], case_id: str) -> Mapping[str, Any]:
+    """The framework versions a case of this run was measured with: its environment's (`...@NAME`),
+    else the run's."""
+    for name, env in (header.get("environments") or {}).items():
+        if case_id.endswith(f"@{name}"):
+            return env.get("versions") or {}
+    return (header.get("environment") or {}).get("versions") or {}

@@ -478,6 +478,17 @@ class Store:
         """How many runs the store holds."""
         return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
+    def headers(self) -> dict[str, dict[str, Any]]:
+        """Every run's results-file header by id, oldest first, without reading any record."""
+        rows = sorted(self.db.execute("SELECT started, id, environment, settings, header FROM runs"))
+        return {rid: _header(env, settings, rest) for _, rid, env, settings, rest in rows}
+
+    def record_index(self) -> list[tuple[str, str, str, str]]:
+        """Every record's (run id, case id, backend, status), each run's in the order stored, no
+        record read: what a reader of many runs (publish) picks the few it loads whole by."""
+        return [(rid, case_id, backend, status) for rid, case_id, backend, status in self.db.execute(
+            "SELECT run_id, case_id, backend, status FROM cases ORDER BY run_id, seq")]
+
     def resolve(self, ref: str) -> str:
         """A run id from an exact id, a unique prefix of one, or `latest`."""
         if ref == "latest":
