@@ -152,7 +152,7 @@ class SiteData:
                 if v["backend"] != backend or v["status"] != "ok" or not v.get("median_s") or not version:
                     continue
                 table = out.setdefault(m.key, VersionTable(m, {}, {}))
-                table.cases.setdefault(benchmark_name(v.record), {})[str(version)] = v
+                table.cases.setdefault(benchmark_name(v.record, env=False), {})[str(version)] = v
                 table.runs[str(version)] = run.id  # the latest run of each version
         return {key: out[key] for key in sorted(out, key=lambda k: self.machine(k).name)}
 
