@@ -114,7 +114,9 @@ def _two_env_run(path: Path, slowdown: float, drift: list[float], rounds: int = 
               "settings": {"dtype": "float32", "threads": 1, "seed": 0},
               "environment": {"hostname": "box", "cpu_model": "cpu", "cpu_logical": 2, "gpus": [],
                               "versions": {"numpy": "2.4.6"}},
-              "environments": {"old": {"versions": {"numpy": "2.3.5"}}, "new": {"versions": {"numpy": "2.4.6"}}}}
+              "environments": {"old": {"spec": "numpy==2.3.5", "versions": {"numpy": "2.3.5"}},
+                               "new": {"spec": "numpy==2.4.6", "versions": {"numpy": "2.4.6"},
+                                       "variables": {"PLANTED": f"{slowdown:g}"}}}}
     w = ResultsWriter(path, header)
     for n in (1000, 2000, 4000, 8000):
         for env, factor in (("old", 1.0), ("new", slowdown)):

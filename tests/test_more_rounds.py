@@ -46,6 +46,18 @@ class StubRunner:
         return []
 
 
+def measured(tmp_path, clock, plan, true, noise, budget_s):
+    """The plan's 2 rounds on stub processes, then more_rounds within `budget_s`: (runner, why each
+    case stopped, the latest records)."""
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, HEADER)
+    runner = StubRunner(writer, true, clock, noise)
+    runner.run(plan)
+    stopped = more_rounds(runner, plan, path, writer, budget_s=budget_s, clock=clock)
+    writer.close()
+    return runner, stopped, load_results(path).latest()
+
+
 def plan_of(*names):
     return [Case("elementwise_add", (("n", n),), "numpy", "eager", "float32", 1, env=env)
             for n in names for env in ("old", "new")]
@@ -58,17 +70,11 @@ def test_an_open_case_gets_rounds_until_the_budget_ends_and_a_decided_one_stops_
     # n = 1000: new is 30 % slower, quiet processes; n = 2000: the same time, processes spread 20 %.
     true = {c.id: 1e-3 * (1.3 if c.env == "new" and c.id in clear else 1.0) for c in plan}
     noise = {c.id: 0.001 if c.id in clear else 0.2 for c in plan}
-    path = tmp_path / "results.jsonl"
-    writer = ResultsWriter(path, HEADER)
-    runner = StubRunner(writer, true, fake_clock, noise)
-    runner.run(plan)
-    stopped = more_rounds(runner, plan, path, writer, budget_s=2.5, clock=fake_clock)
-    writer.close()
+    runner, stopped, latest = measured(tmp_path, fake_clock, plan, true, noise, 2.5)
     assert {stopped[c] for c in clear} == {"decided"}
     assert {stopped[c] for c in open_} == {"budget"}
     # One further round fit the 2.5 s (two processes of 1 s), a second would not.
     assert runner.calls[1:] == [(3, sorted(open_))]
-    latest = load_results(path).latest()
     assert all(latest[c].n_processes == 3 and latest[c].stopped == "budget" for c in open_)
     assert all(latest[c].n_processes == 2 and latest[c].stopped == "decided" for c in clear)
     assert [p.round for p in latest[next(iter(open_))].replicates] == [0, 1, 2]
@@ -84,3 +90,27 @@ def test_without_budget_or_with_one_process_nothing_more_is_measured(tmp_path, f
     runner.processes = 1
     assert more_rounds(runner, plan, path, writer, budget_s=100.0, clock=fake_clock) == {}
     assert len(runner.calls) == 1
+
+
+def test_the_environments_of_a_case_get_their_further_rounds_together(tmp_path, fake_clock):
+    """A paired question reads only the rounds both sides ran: a budget of 3 processes buys one more
+    round of one case in both environments (2 processes), never a third process of one side alone."""
+    plan = plan_of(1000, 2000)
+    _, _, latest = measured(tmp_path, fake_clock, plan, {c.id: 1e-3 for c in plan}, {c.id: 0.2 for c in plan}, 3.0)
+    rounds = {c.id: [p.round for p in latest[c.id].replicates] for c in plan}
+    for n in (1000, 2000):
+        old, new = (rounds[c.id] for c in plan if c.params == (("n", n),))
+        assert old == new  # every process has its partner
+    assert sorted(len(r) for r in rounds.values()) == [2, 2, 3, 3]
+
+
+def test_a_budget_too_small_for_every_open_case_goes_to_the_one_nearest_a_decision(tmp_path, fake_clock):
+    """Both cases are open after 2 rounds; one more round can decide the quieter one (new 8 % slower,
+    processes spread 3 %), not the one whose processes spread 40 %: the only round the budget buys is
+    the quieter one's, whatever the order of their ids."""
+    plan = plan_of(1000, 2000)
+    quiet = {c.id for c in plan if c.params == (("n", 2000),)}
+    true = {c.id: 1e-3 * (1.08 if c.env == "new" and c.id in quiet else 1.0) for c in plan}
+    noise = {c.id: 0.03 if c.id in quiet else 0.4 for c in plan}
+    runner, _, _ = measured(tmp_path, fake_clock, plan, true, noise, 2.5)
+    assert runner.calls[1:] == [(3, sorted(quiet))]

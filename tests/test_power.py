@@ -7,7 +7,8 @@ import pytest
 import scipy.stats
 
 from arraybench.comparison import SLOWER
-from arraybench.stats.power import bh_level, detectable_change, phrase
+from arraybench.stats import bracket
+from arraybench.stats.power import bh_level, detectable_change, detectable_gap, phrase
 from arraybench.stats.verdicts import decide
 
 THRESHOLD = 0.05
@@ -66,3 +67,45 @@ def test_the_level_is_the_one_benjamini_hochberg_would_have_asked_of_one_more_ca
 ])
 def test_the_phrase(fraction, text):
     assert phrase(fraction) == text
+
+
+def _case(median: float, se: float, processes: int) -> dict:
+    """A case's record as the report reads it: its 95 % interval from a log standard error `se`
+    (±z·√2·se, where a repeat run's median falls, with several processes; ±z·se with one)."""
+    half = scipy.stats.norm.ppf(0.975) * se * (math.sqrt(2) if processes > 1 else 1)
+    return {"size": 1000, "median_s": median, "ci_low_s": median * math.exp(-half),
+            "ci_high_s": median * math.exp(half), "n_processes": processes}
+
+
+def simulated_separation(gap: float, se_a: float, se_b: float, processes: int, draws: int = 4000,
+                         seed: int = 0) -> float:
+    """How often the report's own test (bracket.order) finds `a` faster when `b` is truly slower by
+    the log difference `gap`: each draw a fresh estimate of each, with intervals of their widths."""
+    rng = np.random.default_rng(seed)
+    a = 1e-4 * np.exp(rng.normal(0, se_a, draws))
+    b = 1e-4 * np.exp(rng.normal(gap, se_b, draws))
+    return sum(bracket.order(_case(x, se_a, processes), _case(y, se_b, processes)) == -1
+               for x, y in zip(a, b, strict=True)) / draws
+
+
+@pytest.mark.parametrize("se_a, se_b, processes", [
+    (0.03, 0.03, 3),    # two cases alike, several processes each
+    (0.01, 0.08, 5),    # a quiet case tied with a noisy one
+    (0.05, 0.02, 1),    # one process each: the median's own interval
+])
+def test_a_tie_within_noise_would_have_been_separated_four_times_in_five_at_its_figure(se_a, se_b, processes):
+    fraction = detectable_gap(_case(1e-4, se_a, processes), _case(1e-4, se_b, processes))
+    assert simulated_separation(math.log1p(fraction), se_a, se_b, processes) == pytest.approx(0.8, abs=0.03)
+    # The smallest such difference: one a tenth smaller (in log) is separated clearly less often.
+    assert simulated_separation(0.9 * math.log1p(fraction), se_a, se_b, processes, seed=1) < 0.75
+
+
+def test_what_a_tie_could_see_grows_with_its_intervals_and_is_said_as_a_difference():
+    tight = detectable_gap(_case(1e-4, 0.01, 3), _case(1.1e-4, 0.01, 3))
+    wide = detectable_gap(_case(1e-4, 0.05, 3), _case(1.1e-4, 0.01, 3))
+    assert 0 < tight < wide
+    # The report's test is one of intervals apart: it needs more than compare's paired t test.
+    assert tight > detectable_change(0.01 * math.sqrt(2), math.inf, 0.0)
+    unbounded = {"size": 1000, "median_s": 1e-4, "ci_low_s": 0.0, "ci_high_s": math.inf, "n_processes": 1}
+    assert detectable_gap(unbounded, _case(1e-4, 0.01, 3)) == math.inf
+    assert phrase(0.123, noun="difference") == "no difference larger than 12 % (80 % power)"

@@ -98,3 +98,15 @@ def test_a_rule_that_cannot_look_is_a_usage_error():
         StopRule(0.05, first_round=1, max_rounds=10)
     with pytest.raises(UsageError):
         StopRule(0.05, first_round=5, max_rounds=4)
+
+
+def test_how_far_a_case_is_from_a_decision_ranks_what_a_small_budget_buys():
+    rule = StopRule(0.05, first_round=3, max_rounds=7)
+    decided = LogRatio(math.log(1.3), 0.01, 10)
+    assert rule.rounds_to_decide([decided], 3) == 0
+    near, far = LogRatio(math.log(1.08), 0.02, 4), LogRatio(math.log(1.08), 0.2, 4)
+    assert 0 < rule.rounds_to_decide([near], 3) < rule.rounds_to_decide([far], 3)
+    # A case answers all its questions: its farthest one counts.
+    assert rule.rounds_to_decide([decided, far], 3) == rule.rounds_to_decide([far], 3)
+    # A change on the threshold is still ranked by how far it is from no change.
+    assert math.isfinite(rule.rounds_to_decide([LogRatio(math.log(1.05), 0.02, 4)], 3))

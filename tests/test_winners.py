@@ -111,7 +111,8 @@ def test_where_all_are_tied_no_winner_is_named(tmp_path):
     texts = svg_texts(tmp_path / "plots" / "winners.svg")
     assert texts.count("numpy·eager ≈") == 3 and not any(t.endswith("×") for t in texts)  # no lead is printed
     assert "≈ tie: within noise" in texts
-    assert "numpy·eager ≈ jax·jit (d = 8)" in rep.summary.rsplit("The answer at a glance", 1)[1]
+    assert "numpy·eager ≈ jax·jit (d = 8; no difference larger than 11 % (80 % power))" in \
+        rep.summary.rsplit("The answer at a glance", 1)[1]
 
 
 def test_report_md_and_the_terminal_open_and_end_with_the_answer_at_a_glance(tmp_path):

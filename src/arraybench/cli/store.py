@@ -11,9 +11,11 @@ from typing import Any
 
 from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION
 from arraybench.cli.options import add_format_option
+from arraybench.envs.spec import described
 from arraybench.errors import UsageError
 from arraybench.machine import environment
 from arraybench.output import exports, formats, terminal
+from arraybench.report import environments
 from arraybench.report.model import run_views
 from arraybench.report.table import render_markdown, tables
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
@@ -162,8 +164,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  "
              f"arraybench {res.header.get('arraybench_version')}",
              f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}"]
+    # A run of several Python environments: which each is, and how each compares with the first.
+    envs = res.header.get("environments") or {}
+    if envs:
+        lines += [f"environments {described(envs)}",
+                  *(f"{line}." for line in environments.pair_lines([res]))]
     if args.format == "markdown":
-        print("\n".join([f"## {lines[0]}", "", lines[1]]) + "\n")
+        print("\n".join([f"## {lines[0]}", "", *(f"{line}  " for line in lines[1:])]) + "\n")
         print(render_markdown(records) if records else "no cases recorded")
         return EXIT_OK
     print("\n".join(lines) + "\n")

@@ -359,6 +359,8 @@ def environment_side(res: Results, env: str) -> Results:
         raise UsageError(f"run {run_id(res.header)} has no environment {env!r} (its environments: {have})")
     header = {**res.header, "environment": {**res.environment, "versions": envs[env].get("versions") or {}},
               "environment_name": env}
+    if isinstance(res.header.get("plan_size"), int):  # the plan, measured once in each environment
+        header["plan_size"] = res.header["plan_size"] // len(envs)
     # Named by the side, not in every row: the records drop their environment's name.
     return dataclasses.replace(res, header=header, records=[dataclasses.replace(r, env=None)
                                                             for r in res.records if r.env == env])

@@ -6,10 +6,10 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -42,6 +42,16 @@ class EnvSpec:
         if self.kind == "requirements":
             return " ".join(self.requirements)
         return f"@{self.python}" if self.kind == "interpreter" else "(this interpreter)"
+
+
+def described(envs: Mapping[str, Any]) -> str:
+    """The run's environments in one line, each with what it was made from: "old: jax==0.9.2; new:
+    jax==0.10.2 with XLA_FLAGS=…"; '' for a run in one environment."""
+    def one(name: str, info: Mapping[str, Any]) -> str:
+        variables = " ".join(f"{k}={v}" for k, v in sorted((info.get("variables") or {}).items()))
+        return f"{name}: {info.get('spec') or '?'}" + (f" with {variables}" if variables else "")
+
+    return "; ".join(one(name, info) for name, info in envs.items())
 
 
 def parse_envs(envs: Sequence[str], env_vars: Sequence[str] = ()) -> list[EnvSpec]:

@@ -6,7 +6,9 @@ size, between the fastest backend·mode and another one (their unpaired ratio). 
 one more process a round, in the same shuffled rounds as the rest, until the stop rule
 (stats/sequential.py: a bounded number of looks, each at α over the looks) calls it decided, the
 rounds reach their maximum, or the budget of seconds (`--budget`) runs out. Decided cases stop at
-once. Every case looked at ends with a line whose `stopped` says why its rounds ended.
+once. A case's environments take their rounds together, and a budget too small for every open
+case is spent first on those nearest a decision. Every case looked at ends with a line whose
+`stopped` says why its rounds ended.
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = ()) -> d
     return out
 
 
+def together(asked: Mapping[str, object], latest: Mapping[str, CaseRecord]) -> list[list[str]]:
+    """The cases of `asked` that go on or stop together, in id order: every environment's variant of
+    one case, since their paired question reads only the rounds that both sides ran (a process
+    without its partner is left out: one more round of one side alone buys nothing), else each alone."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for cid in sorted(asked):
+        out[base_id(cid, latest[cid].env)].append(cid)
+    return list(out.values())
+
+
 def process_records(res: Results) -> dict[str, list[CaseRecord]]:
     """Every case's process records from the results file's replicate lines, in round order."""
     out: dict[str, list[CaseRecord]] = defaultdict(list)
@@ -112,16 +124,18 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         res = load_results(path)  # once a round: what the last round added
         latest = res.latest()
         asked = questions([r for r in latest.values() if r.id in by_id], list(res.header.get("environments") or {}))
+        # Per group not yet stopped: its cases, the estimates of their questions, what a round of it costs.
+        groups = [(g, [e for cid in g for _, e in asked[cid]], sum(next_round(latest[cid]) for cid in g))
+                  for g in together(asked, latest) if g[0] not in stopped]
+        # A budget too small for every open group goes first to those nearest a decision for their cost.
+        groups.sort(key=lambda g: rule.rounds_to_decide(g[1], rounds) * g[2] if g[2] > 0 else 0.0)
         going = []
-        for cid, qs in sorted(asked.items()):
-            if cid in stopped:
-                continue
-            rec = latest[cid]
-            step = rule.step([e for _, e in qs], rounds, budget, next_round(rec))
+        for group, found, cost in groups:
+            step = rule.step(found, rounds, budget, cost)
             if step.go_on:
-                going.append(by_id[cid])
+                going += [by_id[cid] for cid in group]
             else:
-                stopped[cid] = step.reason
+                stopped.update(dict.fromkeys(group, step.reason))
         budget.settle()
         if not going:
             break

@@ -27,8 +27,10 @@ BMF_MEASURES = {"speedup": "speedup", "gflops": "gflops", "gbs": "gbs", "intensi
                 "pct_flop_peak": "pct-flop-peak", "pct_bw_peak": "pct-bw-peak"}
 
 
-def benchmark_name(rec: CaseRecord) -> str:
-    return str(rec.id).rsplit("/", 1)[0]
+def benchmark_name(rec: CaseRecord, env: bool = True) -> str:
+    """The case id without its digest, with its environment (`…/cpu/t1@new`) unless `env` is False:
+    the site's framework pages set one case's versions side by side, whichever environment ran each."""
+    return str(rec.id).rsplit("/", 1)[0] + (f"@{rec.env}" if env and rec.env else "")
 
 
 def correct_records(res: Results) -> list[CaseRecord]:
@@ -78,14 +80,17 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
     timer = res.settings.get("timer", {})
     benchmarks = []
     views = run_views(res)
+    envs = header.get("environments") or {}
     for r in correct_records(res):
         name = benchmark_name(r)
+        # Which Python environment measured it, and that environment's framework versions.
+        where = {"env": r.env, "env_versions": (envs.get(r.env) or {}).get("versions") or {}} if r.env else {}
         benchmarks.append({
             "group": r.workload, "name": name, "fullname": name,
             "params": r.params, "param": ",".join(f"{k}={v}" for k, v in r.params.items()),
             "extra_info": {"backend": r.backend, "mode": r.mode, "dtype": r.dtype,
                            "device": r.device, "threads": r.threads,
-                           "first_call_s": r.first_call_s, "case_id": r.id, **views[r.id].figures()},
+                           "first_call_s": r.first_call_s, "case_id": r.id, **where, **views[r.id].figures()},
             "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": timer.get("min_samples"),
                         "max_time": timer.get("max_time"), "min_time": timer.get("min_time"), "warmup": True},
             "stats": pytest_benchmark_stats(r.samples_s, int(r.loops or 1)),

@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from arraybench.envs.spec import described
 from arraybench.output.palette import colour
 from arraybench.planning.case import label as case_label
 from arraybench.report.table import size_sort_key, speedups
@@ -23,13 +24,16 @@ HEAT_RANGE = 10.0
 
 
 def short_repr(header: dict[str, Any], records: Sequence[CaseRecord], path: Any) -> str:
-    """`<Results run ID: 12 cases (10 ok, 2 wrong) of linreg, matmul; FILE>`, never the samples."""
+    """`<Results run ID: 12 cases (10 ok, 2 wrong) of linreg, matmul in environments old, new; FILE>`,
+    never the samples."""
     counts = Counter(r.status for r in records)
     statuses = ", ".join(f"{n} {s}" for s, n in counts.most_common())
     workloads = ", ".join(dict.fromkeys(r.workload for r in records)) or "no workload"
     where = f"; {path}" if path is not None else ""
     run = header.get("run_id", "?")
-    return f"<Results run {run}: {len(records)} cases ({statuses or 'none'}) of {workloads}{where}>"
+    envs = header.get("environments") or {}
+    measured_in = f" in environments {', '.join(envs)}" if envs else ""
+    return f"<Results run {run}: {len(records)} cases ({statuses or 'none'}) of {workloads}{measured_in}{where}>"
 
 
 def _heat(speedup: float) -> str:
@@ -49,6 +53,8 @@ def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
     parts = [f"<p><b>arraybench run {html.escape(str(header.get('run_id', '?')))}</b> · "
              f"{len(records)} cases · started {html.escape(str(header.get('started', '?')))} · "
              "cell: median per call; colour: speedup over numpy·eager</p>"]
+    if envs := header.get("environments"):  # each row's [NAME] is one of these
+        parts.append(f"<p>environments {html.escape(described(envs))}</p>")
     for (workload, dtype), recs in groups.items():
         sizes = sorted({r.size for r in recs}, key=size_sort_key)
         rows: dict[str, dict[Any, CaseRecord]] = defaultdict(dict)

@@ -11,7 +11,7 @@ from arraybench.planning.devices import kind_of
 from arraybench.report import bound, devices
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData
-from arraybench.report.table import listed, size_text
+from arraybench.report.table import listed, size_text, tie_seen
 from arraybench.report.view import CaseView, timed
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
@@ -145,9 +145,10 @@ def _ahead(data: ReportData, best: CaseView, other: CaseView) -> str:
 
 
 def _tie(best: CaseView, other: CaseView) -> str:
-    """'within noise' or 'within 0.5 %' where `best` is not ahead of `other` beyond either; else ''."""
+    """'within noise (no difference larger than 12 % (80 % power))' or 'within 0.5 %' where `best` is
+    not ahead of `other` beyond either; else ''."""
     if bracket.order(best, other) != -1:
-        return "within noise"
+        return f"within noise ({tie_seen(best, [other])})"
     if timed(other) / timed(best) < TIED_BELOW:
         return f"within {100 * (TIED_BELOW - 1):g} %"
     return ""
@@ -218,9 +219,10 @@ def _verdict(data: ReportData, name: str, recs: Sequence[CaseView], complete: se
     last, top = sizes[-1], _at(recs, sizes[-1])
     at_last = f"at {name} = {_size(last)}"
     if len(sizes) == 1 and runs[0][0] is None:
+        ties = [r for r in top[1:] if bracket.order(top[0], r) != -1]
         text = (f"At {name} = {_size(last)}, no backend·mode is fastest beyond noise: {data.label(top[0])} "
                 f"({format_seconds(top[0]['median_s'])} per call) and {listed(_tied(data, top)[1:])} are "
-                f"within noise of each other.")
+                f"within noise of each other ({tie_seen(top[0], ties)}).")
     elif len(sizes) == 1:
         text = (f"At {name} = {_size(last)}, {runs[0][0]} is fastest "
                 f"({format_seconds(top[0]['median_s'])} per call), {_lead(data, top)}.")

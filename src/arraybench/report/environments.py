@@ -4,12 +4,11 @@ Each environment after the first is compared with the first, case by case, paire
 (comparison.compare with `paired`: the same verdicts, FDR control and threshold as `arraybench
 compare RUN@OLD RUN@NEW`), and the verdicts are counted: "jax 0.10.2 against 0.9.2: faster in 9
 of 40 cases (median −8 %), slower in 2 (median +6 %), the same within 5 % in 25, undecided in 4
-(no change larger than 7 % could be seen, at the median of those)".
+(at the median of those: no change larger than 7 % (80 % power))".
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from arraybench.comparison import Comparison, compare, environment_side
 from arraybench.results import Results
 from arraybench.stats import power
-from arraybench.stats.verdicts import FASTER, NOISY, SAME, SLOWER
+from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER
 
 
 def pair_lines(results: Sequence[Results]) -> list[str]:
@@ -66,11 +65,11 @@ def sentence(what: str, cmp: Comparison) -> str:
     undecided = [c for c in tested if c.verdict == NOISY]
     text = f"undecided in {len(undecided)}"
     if undecided:
-        sizes = [power.detectable_change(c.result.log_se, c.result.df, cmp.threshold)  # type: ignore[union-attr]
+        # At the level compare read its undecided cases at (power.bh_level), as its notes give it.
+        level = power.bh_level(sum(c.result.q_value < ALPHA for c in tested), len(tested))  # type: ignore[union-attr]
+        sizes = [power.detectable_change(c.result.log_se, c.result.df, cmp.threshold, level)  # type: ignore[union-attr]
                  for c in undecided]
-        finite = [s for s in sizes if math.isfinite(s)]
-        if finite:
-            text += f" (no change larger than {100 * statistics.median(finite):.0f} % could be seen, at the median)"
+        text += f" (at the median of those: {power.phrase(statistics.median(sizes))})"
     parts.append(text)
     broken = sum(c.verdict == "broken" for c in cmp.cases)
     if broken:

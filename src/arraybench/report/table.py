@@ -13,7 +13,7 @@ from arraybench.output.formats import text_table
 from arraybench.planning.case import label
 from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED, CaseRecord
-from arraybench.stats import bracket
+from arraybench.stats import bracket, power
 from arraybench.units import format_seconds
 from arraybench.workloads.sizes import fixed_params
 
@@ -23,6 +23,12 @@ SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 def listed(names: Sequence[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
     return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
+def tie_seen(best: CaseRecord, tied: Sequence[CaseRecord]) -> str:
+    """What a tie within noise could have seen: "no difference larger than 12 % (80 % power)", for
+    the least certain of the cases tied with `best`."""
+    return power.phrase(max(power.detectable_gap(best, r) for r in tied), noun="difference")
 
 
 def row_label(r: CaseRecord, devices: set[str], machines: frozenset[str] = frozenset()) -> str:
@@ -231,10 +237,12 @@ def tables(records: Sequence[CaseRecord]) -> list[tuple[str, list[str], list[lis
             if ok:
                 fastest = min(ok, key=timed)
                 named = f"{row_label(fastest, devices, machines)} ({format_seconds(fastest.median_s)})"
-                tied = [row_label(r, devices, machines) for r in sorted(ok, key=timed)
+                ties = [r for r in sorted(ok, key=timed)
                         if r is not fastest and bracket.order(fastest, r) != -1]
+                tied = [row_label(r, devices, machines) for r in ties]
                 best.append(f"{c}: no fastest correct case beyond noise: {listed([named, *tied])} are "
-                            "within noise of each other" if tied else f"{c}: fastest correct is {named}")
+                            f"within noise of each other ({tie_seen(fastest, ties)})" if tied
+                            else f"{c}: fastest correct is {named}")
         reasons: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         for r in recs:
             if r.status != "ok" and r.error:

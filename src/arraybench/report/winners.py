@@ -16,7 +16,7 @@ from arraybench.output.palette import FAILED_GREY, FAILED_RED, colour, ink
 from arraybench.report.answer import leads
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData, status_word
-from arraybench.report.table import size_sort_key, size_text
+from arraybench.report.table import size_sort_key, size_text, tie_seen
 from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED
 from arraybench.stats import bracket
@@ -40,6 +40,7 @@ class Cell:
     lead: float | None  # the runner-up's median over the best's, where the lead is decided
     failed: tuple[str, ...]  # 'numba·jit WRONG': cases here that failed or were wrong (never ranked)
     bound: str | None  # what limits the fastest case (bound.MEANING)
+    seen: str = ""  # a tie's "no difference larger than 12 % (80 % power)": what it could have seen
 
     def labels(self) -> tuple[str, ...]:
         """The backend·modes the cell names: the fastest, and the one tied with it."""
@@ -121,8 +122,10 @@ def _cells(data: ReportData, recs: Sequence[CaseView]) -> tuple[Cell, ...]:
                          and r is not lead.best), key=timed)
         second = rivals[0] if rivals else None
         ratio = timed(second) / timed(lead.best) if second and not lead.tied else None
+        noise = second is not None and bracket.order(lead.best, second) != -1  # not a lead under 0.5 %
         cells.append(Cell(lead.size, data.label(lead.best), data.label(second) if lead.tied and second else None,
-                          ratio, failed(lead.size), lead.best.bound))
+                          ratio, failed(lead.size), lead.best.bound,
+                          tie_seen(lead.best, [second]) if noise and second else ""))
     ranked = {c.size for c in cells}
     for size in {r.size for r in recs} - {r.size for r in recs if r.status == "ok"} - ranked:
         cells.append(Cell(size, None, None, None, failed(size), None))
@@ -359,7 +362,8 @@ def terminal_table(grid: Sequence[Row], found: Sequence[Crossover]) -> tuple[lis
 
 
 def _cell_text(row: Row, cell: Cell) -> str:
-    """'numba·jit 1.5× (n = 10⁶)', 'numpy·eager ≈ torch·eager (n = 10⁶)', 'no correct case: WRONG (d = 8)'."""
+    """'numba·jit 1.5× (n = 10⁶)', 'numpy·eager ≈ torch·eager (n = 10⁶; no difference larger than 9 %
+    (80 % power))', 'no correct case: WRONG (d = 8)'."""
     if cell.best is None:
         what = f"no correct case: {cell.lead_text()}"
     elif cell.tied:
@@ -367,4 +371,5 @@ def _cell_text(row: Row, cell: Cell) -> str:
     else:
         what = f"{cell.best} {cell.lead_text()}"
     flag = f", ✗ {len(cell.failed)} failed or wrong" if cell.failed and cell.best else ""
+    flag += f"; {cell.seen}" if cell.seen else ""
     return f"{what} ({row.size_name} = {_size(cell.size)}{flag})"

@@ -108,7 +108,7 @@ class SiteData:
                 if view.status != "ok" or not view.median_s or not version:
                     continue
                 table = tables[view.backend].setdefault(m.key, VersionTable(m, {}, {}))
-                table.cases.setdefault(benchmark_name(view.record), {})[str(version)] = view
+                table.cases.setdefault(benchmark_name(view.record, env=False), {})[str(version)] = view
                 table.runs[str(version)] = run.id  # the latest run of each version
         # A machine whose runs hold no case is left out.
         machines = sorted({run.machine.key: run.machine for run in runs if latest.get(run.machine.key)}.values(),

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
+from typing import Any
 
+from arraybench.stats import bracket
 from arraybench.stats.student import NORMAL_DF, bounded_exp, t_isf
 from arraybench.stats.verdicts import ALPHA
 
@@ -146,15 +149,46 @@ def detectable_change(se: float, df: float, threshold: float, level: float = ALP
     return bounded_exp(hi) - 1
 
 
-def phrase(fraction: float, power: float = POWER) -> str:
-    """What an undecided verdict could have seen: "no change larger than 7 % (80 % power)"; past
-    ×10 the change is a factor (a case of 2 processes a side and 1 degree of freedom can see only
-    vast ones)."""
+def interval_se(r: Mapping[str, Any], low: float, high: float) -> float:
+    """The standard error of a case's log median, from its 95 % interval [`low`, `high`] (bracket.point).
+    With several processes that interval is where a repeat run's median falls, ±z·√2·se
+    (measurement.Replicated.ci95); with one, the median's own, ±z·se. z is the normal quantile, not
+    Student's t of the case's unrecorded degrees of freedom: never smaller than the se was, so what
+    the figure below says could be seen is, if anything, more than was needed."""
+    z = t_isf(0.025, math.inf) * (math.sqrt(2) if (r.get("n_processes") or 1) > 1 else 1.0)
+    return math.log(high / low) / (2 * z) if low > 0 and math.isfinite(high) else math.inf
+
+
+def detectable_gap(a: Mapping[str, Any], b: Mapping[str, Any], power: float = POWER) -> float:
+    """The smallest difference between two cases (as a fraction: 0.12 is 12 %) that the report's test
+    of which is faster (bracket.order: their 95 % intervals apart) would have found with probability
+    `power`: what a tie "within noise" could have seen.
+
+    In logs, the slower case's interval clears the faster's when the difference of their medians L
+    exceeds c, the faster's upper half-width plus the slower's lower one; L ~ N(D, se_a² + se_b²), so
+    a true difference D is found with probability Φ((D − c)/σ) and D = c + z_power·σ. Either may be
+    the faster: the figure is the larger of the two ways round."""
+    pa, pb = bracket.point(a), bracket.point(b)
+    sigma = math.hypot(interval_se(a, pa.low, pa.high), interval_se(b, pb.low, pb.high))
+    if not math.isfinite(sigma):
+        return math.inf
+
+    def needs(fast: bracket.Point, slow: bracket.Point) -> float:  # the c above, in logs
+        return math.log(fast.high / fast.median) + math.log(slow.median / slow.low)
+
+    c = max(needs(pa, pb), needs(pb, pa))
+    return bounded_exp(c + t_isf(1 - power, math.inf) * sigma) - 1
+
+
+def phrase(fraction: float, power: float = POWER, noun: str = "change") -> str:
+    """What an undecided verdict could have seen: "no change larger than 7 % (80 % power)" (`noun`:
+    "difference" for two cases tied within noise); past ×10 the change is a factor (a case of 2
+    processes a side and 1 degree of freedom can see only vast ones)."""
     seen = f"({100 * power:.0f} % power)"
     if math.isinf(fraction):
-        return f"it could have missed a change of any size {seen}"
+        return f"it could have missed a {noun} of any size {seen}"
     percent = 100 * fraction
     if percent >= 900:
-        return f"no change larger than ×{1 + fraction:.3g} {seen}"
+        return f"no {noun} larger than ×{1 + fraction:.3g} {seen}"
     figure = f"{percent:.0f}" if percent >= 9.95 else f"{percent:.1f}".removesuffix(".0")
-    return f"no change larger than {figure} % {seen}"
+    return f"no {noun} larger than {figure} % {seen}"
