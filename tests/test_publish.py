@@ -97,8 +97,8 @@ def test_answer_names_the_fastest_on_each_machine_and_writes_a_tie_as_a_tie(stor
     line = next(x for x in out.splitlines() if x.startswith("sort (float32)"))
     # Both machines measured d = 10⁶: that is the size the sentence compares them at.
     assert line.startswith("sort (float32) at d = 10⁶: on the 2-core EPYC, numpy·eager (30 ms, 95 % interval ")
-    assert re.search(r"tied with torch·eager within noise \(no difference larger than \d+ % \(80 % power\)\)\); on the H100, "
-                     r"torch·eager·gpu \(50 µs", line)
+    assert re.search(r"tied with torch·eager within noise \(no difference larger than \d+ % \(80 % power\)\)\); "
+                     r"on the H100, torch·eager·gpu \(50 µs", line)
     assert line.endswith("3× ahead of cupy·eager·gpu).")
     assert "the H100: vm · Intel(R) Xeon(R) Processor ×16 · NVIDIA H100 80GB HBM3" in out
     # The latest run of each case counts: torch 2.11's 60 ms on the EPYC is history, not the answer.
