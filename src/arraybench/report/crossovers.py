@@ -95,6 +95,8 @@ def crossovers(data: ReportData) -> list[Crossover]:
     for (wl, machine, dtype, name, fixed), series in sweeps(data).items():
         problem = data.problem(next(iter(next(iter(series.values())).values())))
         for a, b in combinations(sorted(series), 2):
+            if next(iter(series[a].values())).env != next(iter(series[b].values())).env:
+                continue  # a crossover is within one environment; environments are compared apart (--env)
             for br in bracket.brackets(a, points(series[a]), b, points(series[b])):
                 below, above = series[br.faster_below], series[br.faster_above]
                 separated = (bracket.order(below[br.lo], above[br.lo]) == -1
