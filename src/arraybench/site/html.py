@@ -21,6 +21,7 @@ from arraybench.report.answer import answers, leads
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import CaseView, ReportData, environment_rows
 from arraybench.report.table import Points, size_sort_key, size_text
+from arraybench.report.view import timed
 from arraybench.results import Results
 from arraybench.site.answer import Across
 from arraybench.site.model import Machine, Run, SiteData, VersionTable
@@ -226,14 +227,14 @@ def run_page(run: Run, res: Results, full: bool, rule: str) -> str:
 
 def cases_table(data: ReportData) -> str:
     """One line per case: what it is, its status, its median [95 % interval] and why it is as fast as it is."""
-    shown = [r for r in data.records if r["status"] != "unavailable"]
+    shown = [r for r in data.records if r.status != "unavailable"]
     rows = []
-    for r in sorted(shown, key=lambda r: (r["workload"], size_sort_key(r.get("size")), data.label(r))):
+    for r in sorted(shown, key=lambda r: (r.workload, size_sort_key(r.size), data.label(r))):
         problem = data.problem(r)
-        time_ = (f"{e(format_seconds(r['median_s']))} <span class=\"muted\">[{e(interval_text(r))}]</span>"
-                 if r["status"] == "ok" and r.get("median_s") else "")
-        size = f"{_size(r.get('size'))}{f' ({problem})' if problem else ''}"
-        rows.append(f"<tr><td>{e(r['workload'])}</td><td>{e(size)}</td><td>{e(data.label(r))}</td><td>{e(r.get('dtype'))}</td><td>{e(r['status'])}</td>"
+        time_ = (f"{e(format_seconds(r.median_s))} <span class=\"muted\">[{e(interval_text(r))}]</span>"
+                 if r.status == "ok" and r.median_s else "")
+        size = f"{_size(r.size)}{f' ({problem})' if problem else ''}"
+        rows.append(f"<tr><td>{e(r.workload)}</td><td>{e(size)}</td><td>{e(data.label(r))}</td><td>{e(r.dtype)}</td><td>{e(r.status)}</td>"
                     f'<td>{time_}</td><td class="figs">{e(figures_text(r))}</td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ("workload", "size", "backend·mode", "dtype", "status",
                                              "median / call [95 % interval]", "figures"))
@@ -243,18 +244,18 @@ def cases_table(data: ReportData) -> str:
 
 def figures_text(view: CaseView) -> str:
     """The report's derived figures of one case, as the site shows them beside its time."""
-    f = view.figures()
-    parts = [f"{f['bound']}-bound" if f["bound"] else ""]
-    parts.append(f"{f['speedup']:.2f}× numpy" if f["speedup"] else "")
-    parts.append(f"{f['gflops']:.3g} GFLOP/s" if f["gflops"] else "")
-    parts.append(f"{f['pct_flop_peak']:.2g} % of peak FLOP/s" if f["pct_flop_peak"] else "")
-    parts.append(f"{f['gbs']:.3g} GB/s" if f["gbs"] else "")
-    parts.append(f"{f['pct_bw_peak']:.2g} % of peak GB/s" if f["pct_bw_peak"] else "")
+    f = view
+    parts = [f"{f.bound}-bound" if f.bound else ""]
+    parts.append(f"{f.speedup:.2f}× numpy" if f.speedup else "")
+    parts.append(f"{f.gflops:.3g} GFLOP/s" if f.gflops else "")
+    parts.append(f"{f.pct_flop_peak:.2g} % of peak FLOP/s" if f.pct_flop_peak else "")
+    parts.append(f"{f.gbs:.3g} GB/s" if f.gbs else "")
+    parts.append(f"{f.pct_bw_peak:.2g} % of peak GB/s" if f.pct_bw_peak else "")
     return " · ".join(p for p in parts if p)
 
 
 def interval_text(view: CaseView) -> str:
-    low, high = view.get("ci_low_s"), view.get("ci_high_s")
+    low, high = view.ci_low_s, view.ci_high_s
     return f"{format_seconds(low)}–{format_seconds(high)}" if low and high else ""
 
 
@@ -263,7 +264,7 @@ def workload_page(site: SiteData, workload: str) -> str:
     backend·mode there."""
     body = []
     machines = [m for m in site.machines if m.key in site.latest
-                and any(r["workload"] == workload for r in site.latest[m.key].records)]
+                and any(r.workload == workload for r in site.latest[m.key].records)]
     problems = [p for p in site.problems() if p.workload == workload]
     name = site.points[workload].size_param
     for problem in problems:
@@ -278,7 +279,7 @@ def workload_page(site: SiteData, workload: str) -> str:
                 cls = ' class="tie"' if lead.tied else ""
                 cells[(lead.size, m.key)] = (
                     f"<td{cls}>{swatch(data.label(best))}<b>{e(data.label(best))}</b> "
-                    f"{e(format_seconds(best['median_s']))}"
+                    f"{e(format_seconds(best.median_s))}"
                     f' <span class="muted">[{e(interval_text(best))}]</span><br>{e(lead.margin)}'
                     f'<br><span class="figs">{e(figures_text(best))}</span></td>')
         head = "".join(f"<th>{e(m.name)}</th>" for m in machines)
@@ -332,12 +333,12 @@ def version_section(machine: Machine, table: VersionTable, backend: str, points:
 
     def order(by_version: dict[str, CaseView]) -> tuple[Any, ...]:
         v = next(iter(by_version.values()))
-        return (v["workload"], v["dtype"], points[v["workload"]].order(v), v["mode"], v.get("device", "cpu"))
+        return (v.workload, v.dtype, points[v.workload].order(v), v.mode, v.device)
 
     for case in sorted(table.cases, key=lambda c: order(table.cases[c])):
         by_version = table.cases[case]
         cells = "".join(
-            f"<td>{e(format_seconds(by_version[v]['median_s']))} <span class=\"muted\">"
+            f"<td>{e(format_seconds(by_version[v].median_s))} <span class=\"muted\">"
             f"[{e(interval_text(by_version[v]))}]</span></td>" if v in by_version else "<td></td>" for v in versions)
         change = ""
         measured = [v for v in versions if v in by_version]
@@ -347,9 +348,9 @@ def version_section(machine: Machine, table: VersionTable, backend: str, points:
             change = f'<span class="{word.split()[0]}">{e(text)}</span> <span class="muted">' \
                      f"({e(measured[-2])} → {e(measured[-1])})</span>"
         view = next(iter(by_version.values()))
-        problem = points[view["workload"]].problem(view)
-        label = (f"{view['workload']} {_size(view.get('size'))}{f' ({problem})' if problem else ''} · "
-                 f"{view['mode']} · {view.get('device', 'cpu')} · {view['dtype']} · {view.get('threads')} threads")
+        problem = points[view.workload].problem(view)
+        label = (f"{view.workload} {_size(view.size)}{f' ({problem})' if problem else ''} · "
+                 f"{view.mode} · {view.device} · {view.dtype} · {view.threads} threads")
         rows.append(f"<tr><td>{e(label)}</td>{cells}<td>{change}</td></tr>")
     head = "".join(f'<th><a href="{e(run_href(table.runs[v], 1))}">{e(v)}</a></th>' for v in versions)
     if len(versions) > 1:
@@ -367,7 +368,7 @@ def version_section(machine: Machine, table: VersionTable, backend: str, points:
 
 def _change(before: CaseView, after: CaseView) -> tuple[str, str]:
     """('faster', '1.3× faster'), ('slower', …) or ('within noise', …): the 95 % intervals decide."""
-    ratio = before["median_s"] / after["median_s"]
+    ratio = timed(before) / timed(after)
     side = bracket.order(after, before)
     if side == -1:
         return "faster", f"{ratio:.2g}× faster"
