@@ -37,6 +37,17 @@ def test_the_two_rivals_are_measured_on_a_grid_of_at_most_4x_steps():
     assert sorted((c.backend, c.params_dict["n"]) for c in new) == [(b, n) for b in ("numpy", "torch") for n in grid]
 
 
+def test_a_size_refined_in_one_environment_is_measured_in_every_one():
+    # Only `new` changes winner (its torch got faster); `old`'s torch never wins. The sizes `new`
+    # needs are measured in `old` too, or compare RUN@old RUN@new could not pair them.
+    plan = [replace(case(b, n), env=env) for env in ("old", "new") for b in ("numpy", "torch")
+            for n in (1_000, 1_000_000)]
+    slow = [record(c, 1.0) if c.env == "old" and c.backend == "torch" else measure([c])[0] for c in plan]
+    new = refine.proposals(plan, [], slow)
+    by_env = {env: sorted((c.backend, c.params_dict["n"]) for c in new if c.env == env) for env in ("old", "new")}
+    assert by_env["new"] and by_env["old"] == by_env["new"]
+
+
 def test_a_narrow_gap_is_bisected():
     assert refine.grid([1000, 3000]) == [1732]
     assert refine.grid([1000, 2000]) == []

@@ -113,6 +113,7 @@ def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Map
     every = _points(records, ids)
     planned = _points((r for r in records if r.get("id") in planned_ids), ids)
     known = set(ids)
+    envs = sorted({c.env for c in plan})
     out: list[Case] = []
     for key, series in planned.items():
         for a, b in sorted(winner_changes(series)):
@@ -122,10 +123,13 @@ def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Map
                 both = sorted(set(every[key][a]) & set(every[key][b]))
                 for size in grid([s for s in both if br.lo <= s <= br.hi]):
                     for lab in (a, b):
-                        case = _at_size(templates[(key, lab)], size)
-                        if case.id not in known:
-                            known.add(case.id)
-                            out.append(case)
+                        # In every environment of the run (--env), not only the one whose winner
+                        # changed: a size measured in one of two could not be compared paired.
+                        for env in envs:
+                            case = dataclasses.replace(_at_size(templates[(key, lab)], size), env=env)
+                            if case.id not in known:
+                                known.add(case.id)
+                                out.append(case)
     return out
 
 
