@@ -58,14 +58,16 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path, process
     """Every plot the data supports, written to `out_dir/plots`; returns them in reading order.
 
     Drawing is most of a report's time (158 of the 188 s a `--quick` run's report took, profiled on the
-    loaded 2-core VM; building the figures 21 s): with `processes` > 1, forked processes each draw every
+    loaded 2-core VM; building the figures 21 s): with `processes` > 1, other processes each draw every
     `processes`-th figure beside this one. Each builds every figure, so all agree on the list.
     """
     import multiprocessing
 
     if processes < 2:
         return _write_share(data, found, out_dir, 0, 1)
-    ctx = multiprocessing.get_context("fork")  # the data is inherited, not pickled
+    # Spawned, not forked: a forked child would share this process's open font files (matplotlib keeps
+    # its fonts open), and two processes reading one file's offset corrupt each other's glyphs.
+    ctx = multiprocessing.get_context("spawn")
     others = [ctx.Process(target=_write_share, args=(data, found, out_dir, k, processes))
               for k in range(1, processes)]
     for p in others:
