@@ -123,6 +123,16 @@ def not_right(records: list[dict]) -> list[tuple]:
             if r["status"] not in ("ok", "unsupported", "unavailable")]
 
 
+@pytest.fixture
+def undrawn_plots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a test of the report's words, tables and files: every figure is still built, and each plot
+    file written empty instead of drawn (matplotlib's drawing is most of a report's time). Tests of
+    the plots themselves draw them."""
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(Figure, "savefig", lambda self, path, **kw: Path(path).write_bytes(b""))
+
+
 # Reports of report_data's synthetic sweeps, written once a session: drawing a report's plots costs
 # seconds of CPU (8 s for the bisected sweep's 11 figures), and the tests that share one only read it.
 @pytest.fixture(scope="session")

@@ -167,7 +167,7 @@ def test_heatmap_shows_each_sweep_at_its_ends_so_the_roofline_stays_near_the_top
     assert sum(t.startswith(("elementwise_add ·", "matmul ·", "sort ·")) for t in rows) == 6
 
 
-def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(tmp_path):
+def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(tmp_path, undrawn_plots):
     recs = [record("linreg", d, "numpy", "eager", 1e-3 * d) for d in (1, 2)]
     rep = write_all([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})], tmp_path)
     data = ReportData.from_results([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})])
@@ -176,7 +176,7 @@ def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(t
     assert "numpy·eager is fastest" in said and "Why" not in said and "-bound" not in rep.summary
 
 
-def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
+def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path, undrawn_plots):
     def gpu(backend, mode, n, median, latency):
         return record("poly", n, backend, mode, median, params={"n": n}, device="gpu", latency_s=latency,
                       flops=6 * n * n, bytes=8 * n * n, id=f"poly[n={n}]/{backend}-{mode}/gpu")
@@ -188,7 +188,7 @@ def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
     assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in (tmp_path / "report.md").read_text()
 
 
-def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable(tmp_path):
+def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable(tmp_path, undrawn_plots):
     def gpu(backend, why):
         return record("linreg", 1, backend, "eager", None, status="unavailable", error=why, device="gpu",
                       id=f"linreg[d=1]/{backend}-eager/gpu")
@@ -218,7 +218,7 @@ def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable
     assert "No GPU was measured" not in rep.summary and "Not available here: jax" in rep.summary
 
 
-def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigzag(tmp_path):
+def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigzag(tmp_path, undrawn_plots):
     """Five backend·modes at two planned sizes, then eight bisection sizes where only numpy and
     numba ran and took turns within noise: the answer names one change of lead, not eight."""
     recs = []
@@ -292,7 +292,7 @@ def spread(workload, cells):
     ((1.04e-3, 1.06e-3), "At d = 1000, numpy·eager is fastest (1 ms per call), 5 % ahead of torch·eager.",
      "d=1000: fastest correct is numpy·eager (1 ms)"),
 ])
-def test_the_fastest_at_one_size_is_named_only_beyond_noise(tmp_path, torch_ci, said, table):
+def test_the_fastest_at_one_size_is_named_only_beyond_noise(tmp_path, undrawn_plots, torch_ci, said, table):
     recs = spread("add", {(1000, "numpy"): (1e-3, (0.98e-3, 1.02e-3)), (1000, "torch"): (1.05e-3, torch_ci)})
     rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
     assert said in rep.markdown.read_text().split("## The answer")[1]
