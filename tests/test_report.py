@@ -12,7 +12,6 @@ from conftest import TINY
 from arraybench.report import write_all
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
-from arraybench.report.plots import write_plots
 from arraybench.results import Results, load_results
 from arraybench.results.record import CaseRecord
 
@@ -82,15 +81,6 @@ def test_crossover_is_interpolated_on_the_log_log_curve_and_says_it_is_not_brack
     assert (c.lo, c.hi, c.state, c.next_size) == (2, 8, "open", 4)
     # numba is wrong at d = 8, so its only sizes are 1 and 2 where it always wins: no crossover
     assert not [c for c in found if "numba·jit" in (c.faster_below, c.faster_above)]
-
-
-def test_plots_drawn_in_two_processes_are_the_files_one_process_draws(report, tmp_path):
-    rep, _ = report  # drawn in one process
-    data = ReportData.from_results([results_of(sweep_records())])
-    two = [f for p in write_plots(data, crossovers(data), tmp_path, processes=2) for f in (p.svg, p.png)]
-    assert [f.name for f in two] == [f.name for f in rep.plots] and len(two) >= 8
-    for mine, theirs in zip(two, rep.plots, strict=True):
-        assert mine.read_bytes() == theirs.read_bytes(), mine.name
 
 
 def test_bar_and_scaling_plots_name_every_backend_and_mark_crossovers(report):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -126,9 +125,8 @@ def host_warnings(data: ReportData) -> tuple[str, ...]:
 
 
 def write_all(results: Sequence[Results], out_dir: Path,
-              draw: Callable[[list[str], list[list[str]]], str] | None = None, processes: int = 1) -> Report:
-    """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results
-    files; the plots drawn in `processes` processes (plots.write_plots)."""
+              draw: Callable[[list[str], list[list[str]]], str] | None = None) -> Report:
+    """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results files."""
     from arraybench.report.html import render_html
     from arraybench.report.plots import write_plots
 
@@ -140,7 +138,7 @@ def write_all(results: Sequence[Results], out_dir: Path,
     found = crossovers.crossovers(data)
     said = answer.answers(data, found)
     try:
-        plots = write_plots(data, found, out_dir, processes)
+        plots = write_plots(data, found, out_dir)
         warnings: tuple[str, ...] = ()
     except ModuleNotFoundError as e:
         if e.name != "matplotlib":
@@ -159,9 +157,9 @@ def write_all(results: Sequence[Results], out_dir: Path,
 
 def publish(results: Sequence[Results], out_dir: Path,
             draw: Callable[[list[str], list[list[str]]], str] | None = None) -> Report:
-    """write_all, its plots drawn on every usable core, then print the summary on stdout (its tables
-    drawn by `draw`: coloured on a terminal, see terminal.table_renderer) and where the files are on stderr."""
-    report = write_all(results, out_dir, draw, len(os.sched_getaffinity(0)))
+    """write_all, then print the summary on stdout (its tables drawn by `draw`: coloured on a
+    terminal, see terminal.table_renderer) and where the files are on stderr."""
+    report = write_all(results, out_dir, draw)
     print(report.summary)
     for w in report.warnings:
         print(f"arraybench: warning: {w}", file=sys.stderr)

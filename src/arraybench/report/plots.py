@@ -54,37 +54,8 @@ def seconds_axis(ax: Any, axis: str = "y") -> None:
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
 
 
-def write_plots(data: ReportData, found: list[Crossover], out_dir: Path, processes: int = 1) -> list[Plot]:
-    """Every plot the data supports, written to `out_dir/plots`; returns them in reading order.
-
-    Drawing is most of a report's time (158 of the 188 s a `--quick` run's report took, profiled on the
-    loaded 2-core VM; building the figures 21 s): with `processes` > 1, other processes each draw every
-    `processes`-th figure beside this one. Each builds every figure, so all agree on the list.
-    """
-    import multiprocessing
-
-    if processes < 2:
-        return _write_share(data, found, out_dir, 0, 1)
-    # Spawned, not forked: a forked child would share this process's open font files (matplotlib keeps
-    # its fonts open), and two processes reading one file's offset corrupt each other's glyphs.
-    ctx = multiprocessing.get_context("spawn")
-    others = [ctx.Process(target=_write_share, args=(data, found, out_dir, k, processes))
-              for k in range(1, processes)]
-    for p in others:
-        p.start()
-    try:
-        made = _write_share(data, found, out_dir, 0, processes)
-    finally:
-        for p in others:
-            p.join()
-    for k, p in enumerate(others, 1):
-        if p.exitcode != 0:  # drawn again here, so that what failed raises in this process
-            _write_share(data, found, out_dir, k, processes)
-    return made
-
-
-def _write_share(data: ReportData, found: list[Crossover], out_dir: Path, share: int, shares: int) -> list[Plot]:
-    """write_plots' figures in reading order, of which those whose index is `share` modulo `shares` drawn."""
+def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list[Plot]:
+    """Every plot the data supports, written to `out_dir/plots`; returns them in reading order."""
     import matplotlib
 
     plots_dir = out_dir / "plots"
@@ -93,13 +64,12 @@ def _write_share(data: ReportData, found: list[Crossover], out_dir: Path, share:
 
     def save(name: str, title: str, caption: str, fig: Any) -> None:
         plot = Plot(name, title, caption, plots_dir / f"{name}.svg", plots_dir / f"{name}.png")
-        if len(made) % shares == share:
-            for path, kw in ((plot.svg, {"metadata": {"Date": None}}), (plot.png, {"dpi": 110})):
-                with atomic_path(path) as tmp:
-                    fig.savefig(tmp, format=path.suffix[1:], bbox_inches="tight", **kw)
-                # The SVG's draw has placed every axes: the PNG keeps that layout rather than solving the
-                # constrained layout again: a fifth to a quarter less drawing time, for the same picture.
-                fig.set_layout_engine("none")
+        for path, kw in ((plot.svg, {"metadata": {"Date": None}}), (plot.png, {"dpi": 110})):
+            with atomic_path(path) as tmp:
+                fig.savefig(tmp, format=path.suffix[1:], bbox_inches="tight", **kw)
+            # The SVG's draw has placed every axes: the PNG keeps that layout rather than solving the
+            # constrained layout again: a fifth to a quarter less drawing time, for the same picture.
+            fig.set_layout_engine("none")
         made.append(plot)
 
     with matplotlib.rc_context(RC):
