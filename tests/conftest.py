@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.cli import main
+from arraybench.report import write_all
 
 # One process a case unless a test is about replication (test_replication.py).
 TINY = ["--params", "n=200,iters=20", "--min-time", "0.01", "--max-time", "0.2", "--min-samples", "3",
@@ -120,6 +121,37 @@ def not_right(records: list[dict]) -> list[tuple]:
     """(workload, backend, mode, error) of every case that ran and failed or was wrong."""
     return [(r["workload"], r["backend"], r["mode"], r["error"]) for r in records
             if r["status"] not in ("ok", "unsupported", "unavailable")]
+
+
+@pytest.fixture
+def undrawn_plots(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a test of the report's words, tables and files: every figure is still built, and each plot
+    file written empty instead of drawn (matplotlib's drawing is most of a report's time). Tests of
+    the plots themselves draw them."""
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(Figure, "savefig", lambda self, path, **kw: Path(path).write_bytes(b""))
+
+
+# Reports of report_data's synthetic sweeps, written once a session: drawing a report's plots costs
+# seconds of CPU (8 s for the bisected sweep's 11 figures), and the tests that share one only read it.
+@pytest.fixture(scope="session")
+def bisected_report(tmp_path_factory: pytest.TempPathFactory):
+    """(Report, its folder) of the bisected sweep with PEAKS; read it, never write into it."""
+    from report_data import PEAKS, bisected_records
+    from test_report import results_of
+
+    out = tmp_path_factory.mktemp("bisected")
+    return write_all([results_of(bisected_records(), peaks=PEAKS)], out), out
+
+
+@pytest.fixture(scope="session")
+def synthetic_report(tmp_path_factory: pytest.TempPathFactory):
+    """(Report, its folder) of the unbisected sweep, report_data.synthetic_results(); read it only."""
+    from report_data import synthetic_results
+
+    out = tmp_path_factory.mktemp("synthetic")
+    return write_all([synthetic_results()], out), out
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def test_one_label_names_a_configuration_everywhere_and_keeps_environments_apart
                  machine=True) == "jax·jit·gpu @h100"
 
 
-def test_the_report_keeps_each_environments_cases_apart(tmp_path):
+def test_the_report_keeps_each_environments_cases_apart(tmp_path, undrawn_plots):
     from test_report import record, results_of
 
     from arraybench.report import write_all
@@ -159,7 +159,7 @@ def test_an_unknown_environment_is_one_line(tmp_path, run_cli):
     assert code == 2 and "has no environment 'newer' (its environments: new, old)" in err
 
 
-def test_the_reports_first_screen_says_each_environment_against_the_first(tmp_path):
+def test_the_reports_first_screen_says_each_environment_against_the_first(tmp_path, undrawn_plots):
     from arraybench.report import write_all
     from arraybench.results import load_results
 

@@ -1,9 +1,13 @@
 """The published site and `arraybench answer`: the answer across machines, each framework's versions, every
 run's report linked, every result string escaped; and the report's derived figures in every format."""
 
+import contextlib
 import csv
 import datetime
+import io
 import re
+import shutil
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -14,7 +18,6 @@ from test_report import record
 
 from arraybench.cli import main
 from arraybench.output import exports
-from arraybench.report import write_all
 from arraybench.report.files import csv_columns
 from arraybench.report.model import ReportData
 from arraybench.report.view import FIGURES
@@ -91,6 +94,26 @@ def store(tmp_path, capsys):
     return db
 
 
+@dataclass(frozen=True)
+class Published:
+    store: Path
+    site: Path
+    code: int
+    err: str
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> Published:
+    """The two-machine store published once for the tests that only read the site: a publish draws
+    every run's report (three reports' plots, 10 s of CPU)."""
+    tmp = tmp_path_factory.mktemp("published")
+    db = two_machine_store(tmp)
+    site, err = tmp / "site", io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["publish", str(site), "--store", str(db)])
+    return Published(db, site, code, err.getvalue())
+
+
 def test_answer_names_the_fastest_on_each_machine_and_writes_a_tie_as_a_tie(store, cli):
     code, out, _ = cli("answer", "--store", str(store))
     assert code == 0
@@ -134,9 +157,8 @@ def parsed(page: Path) -> Links:
     return p
 
 
-def test_publish_writes_the_answer_workloads_framework_versions_and_every_runs_report(store, cli, tmp_path):
-    site = tmp_path / "site"
-    code, _, err = cli("publish", str(site), "--store", str(store))
+def test_publish_writes_the_answer_workloads_framework_versions_and_every_runs_report(published):
+    site, code, err = published.site, published.code, published.err
     assert code == 0, err
     assert f"site: {site / 'index.html'}" in err
     index = (site / "index.html").read_text()
@@ -176,9 +198,9 @@ def site_pages(site: Path) -> list[Path]:
             *(site / "runs").glob("*.html"), *(site / "runs").glob("*/index.html")]
 
 
-def test_every_result_string_is_escaped_and_the_site_carries_no_store_name(store, cli, tmp_path):
-    site = tmp_path / "site"
-    assert cli("publish", str(site), "--store", str(store))[0] == 0
+def test_every_result_string_is_escaped_and_the_site_carries_no_store_name(published):
+    site = published.site
+    assert published.code == 0
     pages = site_pages(site)
     for page in pages:
         text = page.read_text()
@@ -194,9 +216,10 @@ def test_every_result_string_is_escaped_and_the_site_carries_no_store_name(store
             assert b"s3cret" not in f.read_bytes(), f
 
 
-def test_publish_replaces_its_own_site_and_refuses_other_folders_and_stores(store, cli, tmp_path):
-    site = tmp_path / "site"
-    assert cli("publish", str(site), "--store", str(store))[0] == 0
+def test_publish_replaces_its_own_site_and_refuses_other_folders_and_stores(published, cli, tmp_path):
+    site, store = tmp_path / "site", published.store
+    assert published.code == 0
+    shutil.copytree(published.site, site)  # a site as the first publish left it
     stale, gone_run = site / "workloads" / "gone.html", site / "runs" / "20250101-000000-dddddd"
     stale.write_text("from an earlier publish")
     gone_run.mkdir()
@@ -214,10 +237,9 @@ def test_publish_replaces_its_own_site_and_refuses_other_folders_and_stores(stor
     assert code == 2 and "no results store at" in err and not (tmp_path / "none.db").exists()
 
 
-def test_derived_figures_travel_in_results_csv_json_and_exports_and_agree_with_the_report_tables(tmp_path):
-    res = synthetic_results()
-    write_all([res], tmp_path)
-    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+def test_derived_figures_travel_in_results_csv_json_and_exports_and_agree_with_the_report_tables(synthetic_report):
+    res, (_, out) = synthetic_results(), synthetic_report
+    rows = list(csv.DictReader((out / "results.csv").open()))
     assert set(FIGURES) <= set(csv_columns()) and set(FIGURES) <= set(rows[0])
     views = {v.record.id: v for v in ReportData.from_results([res]).records}
 
@@ -230,7 +252,7 @@ def test_derived_figures_travel_in_results_csv_json_and_exports_and_agree_with_t
         assert all(same(row[name], view[name]) for name in FIGURES if name != "bound")
     assert {r["bound"] for r in rows} >= {"dispatch", "memory", "compute"}
     # The HTML report's table shows the same bound and speedup for each case.
-    html = (tmp_path / "report.html").read_text()
+    html = (out / "report.html").read_text()
     table = html[html.index('<table class="sortable" id="cases">'):]
     table = table[:table.index("</table>")]
     head = re.findall(r'<th scope="col">([^<]*)</th>', table[:table.index("</thead>")])

@@ -4,7 +4,7 @@ import csv
 import re
 
 import pytest
-from report_data import PEAKS, bisected_records, synthetic_records
+from report_data import PEAKS, bisected_records
 from test_report import record, results_of
 from test_report import results_of as report_results_of
 
@@ -14,18 +14,12 @@ from arraybench.report.crossovers import crossovers
 from arraybench.report.model import ReportData
 
 
-@pytest.fixture(scope="module")
-def bisected(tmp_path_factory):
-    out = tmp_path_factory.mktemp("bisected")
-    return write_all([results_of(bisected_records(), peaks=PEAKS)], out), out
-
-
 def by_case(data, workload, label, size):
     return next(r for r in data.records if r["workload"] == workload and data.label(r) == label and r["size"] == size)
 
 
-def test_the_answer_opens_report_md_and_names_who_wins_where_by_how_much_and_the_per_call_costs(bisected):
-    rep, out = bisected
+def test_the_answer_opens_report_md_and_names_who_wins_where_by_how_much_and_the_per_call_costs(bisected_report):
+    rep, out = bisected_report
     md = (out / "report.md").read_text()
     assert md.index("## The answer") < md.index("![speedup-heatmap]") < md.index("## alpha") < md.index("## Crossovers")
     add = next(line for line in md.splitlines() if line.startswith("**elementwise_add (float64).**"))
@@ -44,8 +38,8 @@ def test_the_answer_opens_report_md_and_names_who_wins_where_by_how_much_and_the
     assert "numpy·eager 4.8× (n = 100)" in glance and "torch·eager 1.17× (n = 10⁶)" in glance and "Why" not in glance
 
 
-def test_bisected_crossovers_are_bracketed_by_close_measured_sizes_in_crossovers_csv(bisected):
-    _, out = bisected
+def test_bisected_crossovers_are_bracketed_by_close_measured_sizes_in_crossovers_csv(bisected_report):
+    _, out = bisected_report
     rows = list(csv.DictReader((out / "crossovers.csv").open()))
     assert list(rows[0])[:7] == ["workload", "dtype", "faster_below", "faster_above", "estimate",
                                  "bracket_lo", "bracket_hi"]
@@ -61,12 +55,12 @@ def test_bisected_crossovers_are_bracketed_by_close_measured_sizes_in_crossovers
     assert float(sort["estimate"]) == pytest.approx(255, rel=0.05)
 
 
-def test_an_unbisected_sweep_says_which_size_to_measure_next(tmp_path):
-    write_all([results_of(synthetic_records(), peaks=PEAKS)], tmp_path)
-    rows = list(csv.DictReader((tmp_path / "crossovers.csv").open()))
+def test_an_unbisected_sweep_says_which_size_to_measure_next(synthetic_report):
+    _, out = synthetic_report
+    rows = list(csv.DictReader((out / "crossovers.csv").open()))
     sort = next(r for r in rows if r["workload"] == "sort")
     assert (sort["bracket_lo"], sort["bracket_hi"], sort["state"], sort["next_size"]) == ("100", "316", "open", "178")
-    assert "measure n = 178 to narrow it" in (tmp_path / "report.md").read_text()
+    assert "measure n = 178 to narrow it" in (out / "report.md").read_text()
 
 
 def test_each_case_gets_a_bound_from_what_was_measured():
@@ -115,8 +109,8 @@ def test_page_faults_transfers_and_gpu_launches_are_named():
         100 * 8 * 4096**2 / 2e-4 / 1e9 / 3000.0)  # judged against the GPU's roof, not the CPU's
 
 
-def test_no_fake_rates_for_views_and_non_flop_work(bisected):
-    rep, out = bisected
+def test_no_fake_rates_for_views_and_non_flop_work(bisected_report):
+    rep, out = bisected_report
     rows = list(csv.DictReader(rep.csv.open()))
     view = next(r for r in rows if r["workload"] == "transfer_to_host" and r["backend"] == "torch")
     assert view["gbs"] == "" and view["pct_bw_peak"] == ""  # 2 µs for 128 MiB would read as 67 TB/s
@@ -131,8 +125,8 @@ def test_no_fake_rates_for_views_and_non_flop_work(bisected):
     assert "Not drawn (no FLOP/s or no bytes moved): sort (no FLOPs); transfer_to_host (no bytes moved)" in roof
 
 
-def test_unavailable_backends_are_one_line_not_a_row_per_case(bisected):
-    rep, out = bisected
+def test_unavailable_backends_are_one_line_not_a_row_per_case(bisected_report):
+    rep, out = bisected_report
     line = "Not available here: cupy (cupy is not installed (pip install 'arraybench[cupy]'))"
     assert rep.summary.count("cupy is not installed") == 1 and line in rep.summary
     md = (out / "report.md").read_text()
@@ -141,8 +135,8 @@ def test_unavailable_backends_are_one_line_not_a_row_per_case(bisected):
                                              (out / "plots" / "speedup-heatmap.svg").read_text()))
 
 
-def test_the_harness_call_is_shown_beside_sub_microsecond_cases_only(bisected):
-    rep, _ = bisected
+def test_the_harness_call_is_shown_beside_sub_microsecond_cases_only(bisected_report):
+    rep, _ = bisected_report
     table = rep.summary.split("elementwise_add (float64;")[1].split("\n\n")[0]
     numpy_row = next(line for line in table.splitlines() if line.startswith("numpy·eager"))
     assert numpy_row.count("(harness 55 ns)") == 2  # 640 ns at n = 100 and 943 ns at n = 316
@@ -165,15 +159,15 @@ def test_scaling_plot_labels_only_the_changes_of_the_lead(tmp_path):
     assert len(list(csv.DictReader((tmp_path / "crossovers.csv").open()))) > 5
 
 
-def test_heatmap_shows_each_sweep_at_its_ends_so_the_roofline_stays_near_the_top(bisected):
-    _, out = bisected
+def test_heatmap_shows_each_sweep_at_its_ends_so_the_roofline_stays_near_the_top(bisected_report):
+    _, out = bisected_report
     rows = re.findall(r"<text[^>]*>([^<]*)</text>", (out / "plots" / "speedup-heatmap.svg").read_text())
     assert "elementwise_add · n=100" in rows and "elementwise_add · n=1000000" in rows
     assert not any(t.startswith("elementwise_add · n=3162") for t in rows)
     assert sum(t.startswith(("elementwise_add ·", "matmul ·", "sort ·")) for t in rows) == 6
 
 
-def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(tmp_path):
+def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(tmp_path, undrawn_plots):
     recs = [record("linreg", d, "numpy", "eager", 1e-3 * d) for d in (1, 2)]
     rep = write_all([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})], tmp_path)
     data = ReportData.from_results([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})])
@@ -182,7 +176,7 @@ def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(t
     assert "numpy·eager is fastest" in said and "Why" not in said and "-bound" not in rep.summary
 
 
-def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
+def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path, undrawn_plots):
     def gpu(backend, mode, n, median, latency):
         return record("poly", n, backend, mode, median, params={"n": n}, device="gpu", latency_s=latency,
                       flops=6 * n * n, bytes=8 * n * n, id=f"poly[n={n}]/{backend}-{mode}/gpu")
@@ -194,7 +188,7 @@ def test_a_gpu_backends_cost_per_call_is_its_synced_latency(tmp_path):
     assert "Per call at n = 64: torch·jit ~40 µs, against 8 µs for cupy·eager." in (tmp_path / "report.md").read_text()
 
 
-def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable(tmp_path):
+def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable(tmp_path, undrawn_plots):
     def gpu(backend, why):
         return record("linreg", 1, backend, "eager", None, status="unavailable", error=why, device="gpu",
                       id=f"linreg[d=1]/{backend}-eager/gpu")
@@ -224,7 +218,7 @@ def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable
     assert "No GPU was measured" not in rep.summary and "Not available here: jax" in rep.summary
 
 
-def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigzag(tmp_path):
+def test_sizes_that_refinement_added_for_two_rivals_do_not_make_the_answer_zigzag(tmp_path, undrawn_plots):
     """Five backend·modes at two planned sizes, then eight bisection sizes where only numpy and
     numba ran and took turns within noise: the answer names one change of lead, not eight."""
     recs = []
@@ -301,7 +295,7 @@ def spread(workload, cells):
     ((1.04e-3, 1.06e-3), "At d = 1000, numpy·eager is fastest (1 ms per call), 5 % ahead of torch·eager.",
      "d=1000: fastest correct is numpy·eager (1 ms)"),
 ])
-def test_the_fastest_at_one_size_is_named_only_beyond_noise(tmp_path, torch_ci, said, table):
+def test_the_fastest_at_one_size_is_named_only_beyond_noise(tmp_path, undrawn_plots, torch_ci, said, table):
     recs = spread("add", {(1000, "numpy"): (1e-3, (0.98e-3, 1.02e-3)), (1000, "torch"): (1.05e-3, torch_ci)})
     rep = write_all([results_of(recs, peaks=PEAKS)], tmp_path)
     assert said in rep.markdown.read_text().split("## The answer")[1]

@@ -1,6 +1,7 @@
 """The report's words match the facts: a wrong case says why, a speedup needs numpy, each case's error is
 beside its tolerance, an empty answer says so, a partial results file says how much of the plan it holds."""
 
+import pytest
 from test_report import record, results_of
 
 from arraybench.report import write_all
@@ -8,6 +9,8 @@ from arraybench.results import ResultsWriter, load_results
 from arraybench.results.record import CaseRecord
 
 SHAPE = "wrong result: shape (128,), expected (256,)"
+
+pytestmark = pytest.mark.usefixtures("undrawn_plots")  # words only: no test here reads a plot
 
 
 def linreg(d, backend, mode, median, **extra):

@@ -115,14 +115,14 @@ def test_where_all_are_tied_no_winner_is_named(tmp_path):
         rep.summary.rsplit("The answer at a glance", 1)[1]
 
 
-def test_report_md_and_the_terminal_open_and_end_with_the_answer_at_a_glance(tmp_path):
-    rep = write_all([results_of(bisected_records(), peaks=PEAKS)], tmp_path)
-    md = (tmp_path / "report.md").read_text().splitlines()
+def test_report_md_and_the_terminal_open_and_end_with_the_answer_at_a_glance(bisected_report):
+    rep, out = bisected_report
+    md = (out / "report.md").read_text().splitlines()
     assert md[:3] == ["# arraybench report", "", "![The answer at a glance](plots/winners.svg)"]
     lines = md[4:md.index("## The answer")]
     assert [x.split("**")[1] for x in lines if x.startswith("- **")] == ["elementwise_add", "matmul", "sort",
                                                                          "transfer_to_host"]
-    assert (tmp_path / "plots" / "winners.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "plots" / "winners.png").read_bytes()[:4] == b"\x89PNG"
     # The terminal's last block: a row per workload, its two ends and where the answer changes; no paragraphs.
     table = rep.summary.rsplit("\n\n", 1)[1].splitlines()
     assert table[0] == "The answer at a glance (in words: report.md)"

