@@ -23,6 +23,7 @@ from arraybench.cli.exits import (
     EXIT_FAILED_CASES,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_REGRESSION,
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
@@ -385,7 +386,7 @@ def test_the_readme_documents_every_exit_code():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     table = readme.split("## Exit codes")[1].split("\n## ")[0]
     documented = {int(c) for c in re.findall(r"^\| (\d+) \|", table, re.MULTILINE)}
-    assert documented == {EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED}
+    assert documented == {EXIT_OK, EXIT_FAILED_CASES, EXIT_USAGE, EXIT_REGRESSION, EXIT_INTERRUPTED, EXIT_TERMINATED}
 
 
 def test_the_install_hint_of_every_framework_names_a_real_extra():

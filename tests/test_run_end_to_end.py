@@ -110,12 +110,13 @@ def test_bad_input_is_one_line_and_exit_2(run_cli, tmp_path, args, message):
 
 def test_tables_keep_dtypes_apart():
     from arraybench.report.table import render_text
+    from arraybench.results.record import CaseRecord
 
     def rec(dtype, median):
         return {"id": f"x/{dtype}", "workload": "w", "params": {"n": 1}, "size": 1, "backend": "numpy",
                 "mode": "eager", "dtype": dtype, "status": "ok", "median_s": median, "iqr_s": 0.0,
                 "error": ""}
 
-    text = render_text([rec("float32", 1e-3), rec("float64", 2e-3)])
+    text = render_text([CaseRecord.from_json(rec("float32", 1e-3)), CaseRecord.from_json(rec("float64", 2e-3))])
     assert "w (float32;" in text and "w (float64;" in text
     assert "1 ms" in text.split("w (float64;")[0] and "2 ms" in text.split("w (float64;")[1]
