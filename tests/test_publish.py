@@ -110,7 +110,8 @@ def published(tmp_path_factory) -> Published:
     db = two_machine_store(tmp)
     site, err = tmp / "site", io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = main(["publish", str(site), "--store", str(db)])
+        # Each machine's latest two runs keep their full report: what the tests of the reports read.
+        code = main(["publish", str(site), "--store", str(db), "--full-reports", "2"])
     return Published(db, site, code, err.getvalue())
 
 
@@ -225,7 +226,7 @@ def test_publish_replaces_its_own_site_and_refuses_other_folders_and_stores(publ
     gone_run.mkdir()
     report = site / "runs" / "20260101-000000-aaaaaa" / "report.html"
     report.write_text("kept: its run has the same records as when it was published")
-    code, _, err = cli("publish", str(site), "--store", str(store))
+    code, _, err = cli("publish", str(site), "--store", str(store), "--full-reports", "2")
     assert code == 0 and "0 runs' pages, 3 runs unchanged" in err
     assert not stale.exists() and not gone_run.exists() and report.read_text().startswith("kept")
     other = tmp_path / "mine"
@@ -311,11 +312,10 @@ def run_ids(db: Path) -> list[str]:
 
 
 def test_the_index_stays_small_at_many_runs_each_runs_page_is_a_click_away_and_full_reports_follow_the_rule(
-        tmp_path, cli, monkeypatch):
-    monkeypatch.setattr("arraybench.site.FULL_REPORTS", 1)
+        tmp_path, cli):
     db = nightly_store(tmp_path, 40)
     site = tmp_path / "site"
-    code, _, err = cli("publish", str(site), "--store", str(db))
+    code, _, err = cli("publish", str(site), "--store", str(db), "--full-reports", "1")
     assert code == 0 and "40 runs on 1 machines" in err and "1 full reports" in err
     index = (site / "index.html").read_text()
     # The index lists the latest runs only, and every month; each month's page lists its runs.
@@ -339,20 +339,18 @@ def test_the_index_stays_small_at_many_runs_each_runs_page_is_a_click_away_and_f
     assert "full report, with its plots, is kept for each machine" in index
 
 
-def test_publishing_again_rewrites_only_the_new_run_and_the_one_whose_full_report_it_takes(tmp_path, cli,
-                                                                                         monkeypatch):
-    monkeypatch.setattr("arraybench.site.FULL_REPORTS", 1)
+def test_publishing_again_rewrites_only_the_new_run_and_the_one_whose_full_report_it_takes(tmp_path, cli):
     db = nightly_store(tmp_path, 4)
     site = tmp_path / "site"
-    assert cli("publish", str(site), "--store", str(db))[0] == 0
+    assert cli("publish", str(site), "--store", str(db), "--full-reports", "1")[0] == 0
     pages = {p: p.stat().st_mtime_ns for p in site.rglob("*.html")}
-    code, _, err = cli("publish", str(site), "--store", str(db))
+    code, _, err = cli("publish", str(site), "--store", str(db), "--full-reports", "1")
     assert code == 0 and "0 runs' pages, 4 runs unchanged" in err
     assert all(p.stat().st_mtime_ns == t for p, t in pages.items() if p.name != "index.html" or p.parent != site)
     day = write_run(tmp_path / "night4.jsonl", "20260105-020000-000004", "2026-01-05T02:00:00Z", CPU_ENV,
                     cpu_run("2.11.0", 60e-3))
     assert main(["import", str(day), "--store", str(db)]) == 0
-    code, _, err = cli("publish", str(site), "--store", str(db))
+    code, _, err = cli("publish", str(site), "--store", str(db), "--full-reports", "1")
     # The new run (page and full report) and the run that was latest (its full report removed).
     assert code == 0 and "2 runs' pages, 3 runs unchanged" in err
     ids = run_ids(db)
@@ -360,8 +358,17 @@ def test_publishing_again_rewrites_only_the_new_run_and_the_one_whose_full_repor
     assert not (site / "runs" / ids[-2] / "plots").exists()
     assert all(p.stat().st_mtime_ns == t for p, t in pages.items() if p.parent.name in ids[:3])
     # The runs a detected change points at keep their full report too (store.history's changes feed it).
-    written = write_site(load_store(str(db)), site, str(db), pointed={ids[0]})
+    written = write_site(load_store(str(db)), site, str(db), pointed={ids[0]}, full_reports=1)
     assert written.runs == 1 and written.reports == 2 and (site / "runs" / ids[0] / "report.html").is_file()
+
+
+def test_by_default_a_nightly_publish_draws_no_report_and_says_how_to_build_one(tmp_path, cli):
+    db = nightly_store(tmp_path, 3)
+    site = tmp_path / "site"
+    code, _, err = cli("publish", str(site), "--store", str(db))
+    assert code == 0 and "0 full reports" in err and not list(site.rglob("report.html"))
+    assert "kept for the runs a detected change points at" in (site / "index.html").read_text()
+    assert cli("publish", str(site), "--store", str(db), "--full-reports", "-1")[0] == 2
 
 
 def test_versions_measured_side_by_side_in_one_run_are_compared_paired_on_the_framework_page(tmp_path, cli):

@@ -66,7 +66,7 @@ def probe(tmp_path: Path, page: Path) -> dict:
 def test_the_site_loads_offline_answers_on_its_first_screen_and_every_link_resolves(tmp_path, capsys):
     assert CHROMIUM is not None, "chromium is missing in CI: `make browser` installs it"
     site = tmp_path / "site"
-    assert main(["publish", str(site), "--store", str(two_machine_store(tmp_path))]) == 0
+    assert main(["publish", str(site), "--store", str(two_machine_store(tmp_path)), "--full-reports", "1"]) == 0
     capsys.readouterr()
 
     seen = probe(tmp_path, site / "index.html")

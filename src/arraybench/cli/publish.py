@@ -10,7 +10,7 @@ from typing import Any
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.store import add_store_option
 from arraybench.errors import UsageError
-from arraybench.site import SiteData, across, answer_text, write_site
+from arraybench.site import FULL_REPORTS, SiteData, across, answer_text, write_site
 from arraybench.site.history import SiteHistory
 from arraybench.site.model import read_site
 from arraybench.store import Store
@@ -21,9 +21,24 @@ def add_parsers(sub: Any) -> None:
     pub = sub.add_parser("publish", help="write a static site from the results store: the answer across machines, "
                                          "each workload, each framework's versions, a page per run")
     pub.add_argument("dir", help="the site's folder (created; a site published there before is replaced)")
+    pub.add_argument("--full-reports", type=non_negative, default=FULL_REPORTS, metavar="N",
+                     help="keep the full report (plots and all) of each machine's N latest runs too, beside the runs "
+                          "a detected change points at; each new run then costs 20-60 s of drawing "
+                          f"(default {FULL_REPORTS}: `arraybench report RUN` builds any other)")
     add_store_option(pub)
     ans = sub.add_parser("answer", help="the answer across machines: per workload, the fastest backend·mode on each")
     add_store_option(ans)
+
+
+def non_negative(text: str) -> int:
+    """--full-reports: a whole number of runs, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs (0 or more)")
+    return value
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -31,7 +46,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     with Store(args.store, create=False) as st, st.snapshot():
         site = read_site(st)
         history = SiteHistory.read(st)
-    written = write_site(site, Path(args.dir), args.store, history.pointed, history.pages(), history.section())
+    written = write_site(site, Path(args.dir), args.store, history.pointed, history.pages(), history.section(),
+                         args.full_reports)
     print(f"site: {written.index}  ({len(site.runs)} runs on {len(site.machines)} machines; written now: "
           f"{written.pages} pages and {written.runs} runs' pages, {written.kept} runs unchanged; {written.reports} "
           f"full reports; {written.bytes / 1e6:.1f} MB; opens from file://)", file=sys.stderr)

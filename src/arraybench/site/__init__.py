@@ -27,8 +27,8 @@ from arraybench.site.html import (
 )
 from arraybench.site.model import Run, SiteData, load_store, stored_runs
 
-__all__ = ["RULE", "Across", "Site", "SiteData", "across", "answer_text", "full_report_runs", "load_store",
-           "write_site"]
+__all__ = ["FULL_REPORTS", "RULE", "Across", "Site", "SiteData", "across", "answer_text", "full_report_runs",
+           "load_store", "rule", "write_site"]
 
 # The folders of pages a site holds beside its index.html and runs/; publishing again rewrites those that changed.
 PAGE_FOLDERS = ("workloads", "frameworks", "history")
@@ -38,10 +38,11 @@ MADE_HERE = re.compile(r'<meta name="generator" content="arraybench [^"]* publis
 # report is beside it. A stored run only ever gains records (a resumed run), so publishing again
 # rewrites the pages of new and changed runs only.
 STAMP = ".published"
-# The full report (plots and all, 7-9 MB and 20-130 s of drawing a run) is kept for this many of
-# each machine's latest runs, and for the runs a detected change points at; a thousand of them
-# would make a site of gigabytes and hours.
-FULL_REPORTS = 2
+# The full report (plots and all, 7-9 MB and 20-130 s of drawing a run) is kept for the runs a
+# detected change points at, and for this many of each machine's latest runs (`publish
+# --full-reports N`). None by default: drawing the newest run's report each night would take a
+# nightly republish from seconds to a minute, and a thousand of them a site of gigabytes and hours.
+FULL_REPORTS = 0
 # What a run's full report consists of (report.write_all), removed when it leaves the rule.
 REPORT_FILES = ("report.html", "report.md", "results.csv", "crossovers.csv", "plots")
 
@@ -58,39 +59,46 @@ class Site:
     bytes: int
 
 
-def full_report_runs(site: SiteData, pointed: Collection[str] = ()) -> set[str]:
-    """The runs whose full report the site carries: each machine's FULL_REPORTS latest, and
+def full_report_runs(site: SiteData, pointed: Collection[str] = (), latest: int = FULL_REPORTS) -> set[str]:
+    """The runs whose full report the site carries: each machine's `latest` latest, and
     `pointed` (the runs a detected change points at: each its first run at the new level)."""
     by_machine: dict[str, list[str]] = defaultdict(list)
     for run in site.runs:
         by_machine[run.machine.key].append(run.id)
     keep = set(pointed) & {run.id for run in site.runs}
     for ids in by_machine.values():
-        keep.update(ids[-FULL_REPORTS:])
+        keep.update(ids[len(ids) - latest:] if latest > 0 else ())
     return keep
 
 
-# The rule as the site states it, on its index, its month pages and each run's page without one.
-RULE = (f"Each run has a page of its own (its answer, every case, its environment). The full report, with its "
-        f"plots, is kept for each machine's {FULL_REPORTS} latest runs and for the runs a detected change "
-        "points at; `arraybench report RUN --store STORE` builds it for any other.")
+def rule(latest: int = FULL_REPORTS) -> str:
+    """The rule as the site states it, on its index, its month pages and each run's page without one."""
+    kept = (f"each machine's {latest} latest run{'s' if latest > 1 else ''} and for the runs a detected change "
+            "points at" if latest > 0 else "the runs a detected change points at (its first run at the new level)")
+    return ("Each run has a page of its own (its answer, every case, its environment). The full report, with its "
+            f"plots, is kept for {kept}; `arraybench report RUN --store STORE` builds it for any other.")
+
+
+RULE = rule()
 
 
 def write_site(site: SiteData, out_dir: Path, store: str, pointed: Collection[str] = (),
-               history: Mapping[str, str] | None = None, changes: str = "") -> Site:
+               history: Mapping[str, str] | None = None, changes: str = "", full_reports: int = FULL_REPORTS) -> Site:
     """Write index.html, workloads/*.html, frameworks/*.html, runs/*.html (the runs by month) and
     runs/RUN/ (each run's page, and its full report as `arraybench report` writes it where
     full_report_runs keeps one) into `out_dir`, replacing a site published there before. Only
     what changed is written: a page whose text is the same, a run whose records are, is kept.
     `store` is where the runs are read from, whole, for their own pages; it is written nowhere.
     `history` is site/history.py's pages by path (each case over time), `changes` its list of
-    detected changes for the index's first screen."""
+    detected changes for the index's first screen; `full_reports`, each machine's latest runs that
+    keep their full report beside those `pointed` at."""
     _check(out_dir)
-    pages = {out_dir / "index.html": index_page(site, across(site), RULE, changes)}
+    stated = rule(full_reports)
+    pages = {out_dir / "index.html": index_page(site, across(site), stated, changes)}
     pages |= {out_dir / path: text for path, text in (history or {}).items()}
     pages |= {out_dir / "workloads" / f"{slug(w)}.html": workload_page(site, w) for w in site.workloads}
     pages |= {out_dir / "frameworks" / f"{slug(f)}.html": framework_page(site, f) for f in site.frameworks}
-    pages |= {out_dir / "runs" / name: text for name, text in months_pages(site, RULE).items()}
+    pages |= {out_dir / "runs" / name: text for name, text in months_pages(site, stated).items()}
     try:
         written = _write_changed(pages)
     except OSError as e:
@@ -98,7 +106,7 @@ def write_site(site: SiteData, out_dir: Path, store: str, pointed: Collection[st
     for old in [*(p for name in PAGE_FOLDERS for p in (out_dir / name).glob("*")), *(out_dir / "runs").glob("*.html")]:
         if old not in pages:  # a workload, framework or month no longer in the store
             old.unlink()
-    full = full_report_runs(site, pointed)
+    full = full_report_runs(site, pointed, full_reports)
     folders = {out_dir / "runs" / slug(run.id): run for run in site.runs}
     for old in (out_dir / "runs").glob("*"):
         if old.is_dir() and old not in folders:  # a run no longer in the store
@@ -108,7 +116,7 @@ def write_site(site: SiteData, out_dir: Path, store: str, pointed: Collection[st
         stamp = f"{GENERATOR}: {run.records} records on the {run.machine.name}, " \
                 f"{'full report' if run.id in full else 'page only'}\n"
         if not ((folder / STAMP).is_file() and (folder / STAMP).read_text() == stamp):
-            todo.append(RunPage(run, folder, run.id in full, stamp))
+            todo.append(RunPage(run, folder, run.id in full, stamp, stated))
     _write_runs(store, todo)
     size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
     return Site(out_dir / "index.html", written, len(todo), len(folders) - len(todo), len(full), size)
@@ -122,6 +130,7 @@ class RunPage:
     folder: Path
     full: bool
     stamp: str
+    rule: str  # the full-report rule as the site states it
 
 
 def _write_changed(pages: dict[Path, str]) -> int:
@@ -167,7 +176,7 @@ def _write_batch(store: str, batch: list[RunPage]) -> None:
                     shutil.rmtree(path)
                 else:
                     path.unlink(missing_ok=True)
-        atomic_write_text(item.folder / "index.html", run_page(item.run, results, item.full, RULE))
+        atomic_write_text(item.folder / "index.html", run_page(item.run, results, item.full, item.rule))
         atomic_write_text(item.folder / STAMP, item.stamp)
 
 
