@@ -97,3 +97,48 @@ def test_the_site_loads_offline_answers_on_its_first_screen_and_every_link_resol
     assert "CONSOLE" not in dom.stderr
     print(f"first screen: DOMContentLoaded {seen['domContentLoadedMs']:.0f} ms, load {seen['loadMs']:.0f} ms "
           f"({(site / 'index.html').stat().st_size} bytes)")
+
+
+# Runs in a copy of a history page once it has loaded: where its first plot is drawn, and what it holds.
+PLOT_PROBE = """<script>
+addEventListener("load", () => {
+  // The plot the link points at: the first one at or after its anchor (the page opens scrolled to it).
+  const anchor = document.getElementById(decodeURIComponent(location.hash.slice(1))) || document.body;
+  const svg = Array.from(document.querySelectorAll("svg")).find(
+    (s) => anchor.contains(s) || (anchor.compareDocumentPosition(s) & Node.DOCUMENT_POSITION_FOLLOWING));
+  const box = svg ? svg.getBoundingClientRect() : null;
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({top: box && box.top, width: box && box.width, height: window.innerHeight,
+                                    shapes: svg ? svg.querySelectorAll("*").length : 0,
+                                    titles: svg ? Array.from(svg.querySelectorAll("title")).map((t) => t.textContent) : []});
+  document.body.append(out);
+});
+</script>"""
+
+
+def test_a_change_is_on_the_first_screen_and_its_plot_opens_in_view(tmp_path, capsys):
+    from test_changes import stored_history
+
+    assert CHROMIUM is not None, "chromium is missing in CI: `make browser` installs it"
+    ids = stored_history(tmp_path / "s.db")
+    site = tmp_path / "site"
+    assert main(["publish", str(site), "--store", str(tmp_path / "s.db")]) == 0
+    capsys.readouterr()
+    seen = probe(tmp_path, site / "index.html")
+    assert seen["errors"] == [] and seen["first"] == "changes" and seen["loadMs"] < 1000
+    link = next(href for href in seen["links"] if "/history/" in href and "#" in href)
+    target = Path(unquote(urlsplit(link).path))
+    assert target.is_file() and site in target.parents
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", target.read_text(), count=1)
+    copy = target.with_name("probe.html")
+    copy.write_text(text.replace("<head>", "<head>\n" + PLOT_PROBE, 1))
+    dom = chromium(tmp_path, f"--window-size={WINDOW[0]},{WINDOW[1]}", "--dump-dom",
+                   copy.as_uri() + "#" + urlsplit(link).fragment)
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.S)
+    assert found, dom.stderr[-2000:]
+    plot = json.loads(found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+                      .replace("&amp;", "&"))
+    # The linked plot is drawn in view, at full width, and marks the step at the run it started.
+    assert plot["width"] > 300 and plot["shapes"] > 5 and 0 <= plot["top"] < plot["height"], plot
+    assert any(f"from run {ids[20]}" in t for t in plot["titles"]), plot
