@@ -111,7 +111,8 @@ addEventListener("load", () => {
   out.id = "probe";
   out.textContent = JSON.stringify({top: box && box.top, width: box && box.width, height: window.innerHeight,
                                     shapes: svg ? svg.querySelectorAll("*").length : 0,
-                                    titles: Array.from(svg ? svg.querySelectorAll("title") : [], (t) => t.textContent)});
+                                    titles: Array.from(svg ? svg.querySelectorAll("title") : [],
+                                                       (t) => t.textContent)});
   document.body.append(out);
 });
 </script>"""
