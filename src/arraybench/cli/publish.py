@@ -9,8 +9,7 @@ from typing import Any
 
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.store import add_store_option
-from arraybench.errors import UsageError
-from arraybench.site import FULL_REPORTS, SiteData, across, answer_text, write_site
+from arraybench.site import FULL_REPORTS, across, answer_text, write_site
 from arraybench.site.history import SiteHistory
 from arraybench.site.model import read_site
 from arraybench.store import Store
@@ -55,15 +54,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    # Only the runs holding each machine's latest cases: a year of nightly runs loaded whole took minutes.
+    # Whole, only the runs holding each machine's latest cases: a year of nightly runs loaded whole
+    # took minutes.
     with Store(args.store, create=False) as st, st.snapshot():
-        held = st.count()
-        loaded = [st.load(rid) for rid in st.latest_runs()]
-    if not loaded:
-        raise UsageError("the results store holds no runs yet (arraybench run or import adds them; "
-                         "--store names another)")
-    site = SiteData.of(loaded)
-    print(answer_text(across(site), site, held))
+        site = read_site(st, versions=False)
+    print(answer_text(across(site), site))
     return EXIT_OK
 
 

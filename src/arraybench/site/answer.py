@@ -86,10 +86,9 @@ def _size(size: Any) -> str:
     return size_text(size) if isinstance(size, int | float) else str(size)
 
 
-def answer_text(said: Sequence[Across], site: SiteData, runs: int | None = None) -> str:
-    """What `arraybench answer` prints: the machines, then one line per workload. `runs`: how many
-    runs the store holds, where `site` holds only those its answer is drawn from (Store.latest_runs)."""
-    lines = [f"The answer across {len(site.machines)} machine(s) and {runs or len(site.runs)} run(s):"]
+def answer_text(said: Sequence[Across], site: SiteData) -> str:
+    """What `arraybench answer` prints: the machines, then one line per workload."""
+    lines = [f"The answer across {len(site.machines)} machine(s) and {len(site.runs)} run(s):"]
     lines += [f"  the {m.name}: {m.key}" for m in site.machines]
     lines += ["", *[f"{a.text()}" for a in said]] if said else ["", "No case was correct: nothing to rank."]
     return "\n".join(lines)

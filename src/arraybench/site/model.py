@@ -116,14 +116,6 @@ class SiteData:
         return cls(list(runs), machines, {m.key: ReportData(list(latest[m.key].values()), headers[m.key])
                                           for m in machines}, dict(tables), dict(paired))
 
-    @classmethod
-    def of(cls, loaded: Sequence[Results]) -> SiteData:
-        """From these runs alone (oldest first), each loaded whole: the answer across machines
-        (`arraybench answer`), which needs no other run of the store."""
-        headers = {run_id(res.header): res.header for res in loaded}
-        index = [(run_id(res.header), r.id, r.backend, r.status) for res in loaded for r in res.records]
-        return cls.from_runs(run_list(headers, index), loaded)
-
     @property
     def workloads(self) -> list[str]:
         return sorted({r.workload for data in self.latest.values() for r in data.records})
@@ -251,10 +243,11 @@ def load_store(location: str) -> SiteData:
         return read_site(st)
 
 
-def read_site(st: Store) -> SiteData:
+def read_site(st: Store, versions: bool = True) -> SiteData:
     """Every run from the store's index of records, and whole only the runs whose records the pages
-    show — at a year of nightly runs on three machines, a few dozen of a thousand. Call it inside
-    `st.snapshot()`, with whatever else the same publish reads (site/history.py)."""
+    show — at a year of nightly runs on three machines, a few dozen of a thousand; without
+    `versions`, only those the answer across machines reads (`arraybench answer`: a handful). Call
+    it inside `st.snapshot()`, with whatever else the same publish reads (site/history.py)."""
     headers = st.headers()
     index = st.record_index()
     runs = run_list(headers, index)
@@ -262,7 +255,7 @@ def read_site(st: Store) -> SiteData:
         # The location is not repeated: a URL may carry what must not be printed.
         raise UsageError("the results store holds no runs yet (arraybench run or import adds them; "
                          "--store names another)")
-    loaded = [st.load(rid) for rid in shown_runs(runs, headers, index)]
+    loaded = [st.load(rid) for rid in shown_runs(runs, headers, index, versions)]
     return SiteData.from_runs(runs, loaded)
 
 
@@ -298,9 +291,11 @@ def run_list(headers: Mapping[str, Mapping[str, Any]], index: Index) -> list[Run
             for rid, h in headers.items()]
 
 
-def shown_runs(runs: Sequence[Run], headers: Mapping[str, Mapping[str, Any]], index: Index) -> list[str]:
-    """The runs, oldest first, holding some machine's latest record of a case, or its latest correct
-    record of a case under a framework version: all that the site's own pages are drawn from.
+def shown_runs(runs: Sequence[Run], headers: Mapping[str, Mapping[str, Any]], index: Index,
+               versions: bool = True) -> list[str]:
+    """The runs, oldest first, holding some machine's latest record of a case, or (with `versions`)
+    its latest correct record of a case under a framework version: all that the site's own pages
+    are drawn from; without `versions`, all that the answer across machines is.
 
     A record's version is read from its run's header (the versions its environment recorded, which
     its records report too), not from the record: reading every record's JSON doubles the time of a
@@ -313,7 +308,7 @@ def shown_runs(runs: Sequence[Run], headers: Mapping[str, Mapping[str, Any]], in
             continue
         i, machine = at[rid]
         newest[(machine, case_id)] = i
-        if status == "ok":
+        if versions and status == "ok":
             version = _versions(headers[rid], case_id).get(backend)
             newest[(machine, backend, str(version) if version else f"unnamed in {rid}", case_id)] = i
     return [runs[i].id for i in sorted(set(newest.values()))]

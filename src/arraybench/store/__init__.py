@@ -474,10 +474,6 @@ class Store:
                                   Planned.of(json.loads(rest), len(cases)), incomplete))
         return out
 
-    def count(self) -> int:
-        """How many runs the store holds."""
-        return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
-
     def headers(self) -> dict[str, dict[str, Any]]:
         """Every run's results-file header by id, oldest first, without reading any record."""
         rows = sorted(self.db.execute("SELECT started, id, environment, settings, header FROM runs"))
@@ -545,18 +541,6 @@ class Store:
         """A run's records in the order stored."""
         return [_record(record, header) for (record,) in self.db.execute(
             "SELECT record FROM cases WHERE run_id = ? ORDER BY seq", (rid,))]
-
-    def latest_runs(self) -> list[str]:
-        """The runs holding the latest record of some case on some machine, oldest first: all of a
-        store that the answer across machines is drawn from (the site's `latest`). Read from the
-        index of migration 6, not from the records."""
-        order = {rid: (started, rid, machine) for started, rid, machine in
-                 self.db.execute("SELECT started, id, machine FROM runs")}
-        newest: dict[tuple[str, str], tuple[str, str, str]] = {}
-        for rid, case_id in self.db.execute("SELECT run_id, case_id FROM cases"):
-            key = (order[rid][2], case_id)
-            newest[key] = max(newest.get(key, order[rid]), order[rid])
-        return [rid for _, rid, _ in sorted(set(newest.values()))]
 
 
 def _record(text: str, header: dict[str, Any]) -> CaseRecord:
