@@ -114,3 +114,34 @@ def test_a_worker_given_the_runs_cache_compiles_into_it(tmp_path: Path):
         worker.kill()
     assert worker.info is not None
     assert entries(backend_dir("jax", compile_dir(tmp_path / "cache"))) > 0
+
+
+PREPARED = """
+import json, os, sys
+from pathlib import Path
+from arraybench.backends.torch_backend import TorchBackend
+from arraybench.measure.compilecache import entries
+be = TorchBackend(1, "float32", "cpu")
+be.load()
+run = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+be.prepare_jit()
+be.prepare_jit()  # once per process
+after_setup = {"run": entries(run), "dir": os.environ["TORCHINDUCTOR_CACHE_DIR"]}
+""" + FIRST_CALL["torch"] + MEASURE.replace("print(json.dumps({", "print(json.dumps({**after_setup, ")
+
+
+@pytest.mark.integration  # torch.compile's set-up: 3 s from a warm set-up cache, 10-15 s from an empty one
+def test_torchs_compiler_set_up_goes_to_the_users_cache_and_a_cases_first_call_stays_cold(tmp_path: Path):
+    """The set-up (Inductor's C++ toolchain probes, 7-8 s on the VM) is shared by a user's runs; the
+    run's cache still starts empty, so a case's first call there compiles and says so."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    root = tmp_path / "run"
+    env = child_env({**backend_class("torch")(1, "float32", "cpu").env(), **compile_cache_env("torch", root),
+                     "ARRAYBENCH_CACHE": str(tmp_path / "user")})
+    out = subprocess.run([sys.executable, "-c", PREPARED, str(backend_dir("torch", root))],
+                         env=env, capture_output=True, text=True, timeout=300, check=True).stdout
+    got = json.loads(out.splitlines()[-1])
+    assert got["run"] == 0 and got["dir"] == str(backend_dir("torch", root))  # set-up left the run's cache alone
+    assert entries(tmp_path / "user" / "setup" / "torch") > 0
+    assert first_call_state(got["before"], got["after"], True) == "cold"

@@ -258,8 +258,9 @@ class Backend:
         return None
 
     def prepare_jit(self) -> None:
-        """Pay the framework's once-per-process compiler set-up, before a process's first JIT case
-        is built (its cost goes to that case's `build_s`), so that no case's first call holds it."""
+        """Pay the framework's once-per-process compiler set-up, before a process's first compiled
+        call (the jit floor's, else the first JIT case's, whose `build_s` then holds it), so that no
+        case's first call holds it. Called before every JIT case: does its work once per process."""
 
     def start_case(self) -> None:
         """Called before each case: forget what an earlier case in this worker left behind that

@@ -25,6 +25,7 @@ from arraybench.backends.base import OWN_VARIABLES
 from arraybench.envs.spec import EnvSpec
 from arraybench.errors import UsageError
 from arraybench.machine import gpu
+from arraybench.machine.usercache import user_cache_dir
 
 Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
 ENV_FILE = "arraybench-env.json"  # in each cached environment: the recipe it was built from
@@ -55,11 +56,8 @@ class Recipe:
 
 
 def cache_dir() -> Path:
-    """Where built environments are kept: $ARRAYBENCH_CACHE/envs, else the user's cache directory."""
-    if os.environ.get("ARRAYBENCH_CACHE"):
-        return Path(os.environ["ARRAYBENCH_CACHE"]).expanduser() / "envs"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "arraybench" / "envs"
+    """Where built environments are kept: envs/ of the user's arraybench cache (machine/usercache.py)."""
+    return user_cache_dir() / "envs"
 
 
 def own_packages_env() -> dict[str, str]:

@@ -96,7 +96,6 @@ class CaseExecutor:
         self.cache = cache or CaseCache(None)
         self.full_check = full_check
         self.compile_cache = compile_cache
-        self._jit_prepared = False
         self.l2_bytes = gpu.l2_bytes() if backend.pipelined else None
         self.clocks = gpu.ClockWatch() if backend.pipelined else None
 
@@ -214,9 +213,8 @@ class CaseExecutor:
         be = self.backend
         try:
             t0 = time.perf_counter()
-            if case.mode != "eager" and not self._jit_prepared:
+            if case.mode != "eager":
                 be.prepare_jit()
-                self._jit_prepared = True
             fn = builder(be, **case.params_dict)
             draft.record = replace(draft.record, build_s=time.perf_counter() - t0)
             sync = be.sync if be.asynchronous else None
