@@ -114,3 +114,20 @@ def test_a_budget_too_small_for_every_open_case_goes_to_the_one_nearest_a_decisi
     noise = {c.id: 0.03 if c.id in quiet else 0.4 for c in plan}
     runner, _, _ = measured(tmp_path, fake_clock, plan, true, noise, 2.5)
     assert runner.calls[1:] == [(3, sorted(quiet))]
+
+
+def test_the_stop_rule_reads_each_case_with_the_runs_spread_as_compare_does(tmp_path, fake_clock):
+    """Ten cases, 2 rounds each: alone, a case's paired estimate has 1 degree of freedom; moderated
+    toward the others' spread (compare's prior) it has many more, so the rule stops where compare
+    would decide instead of spending the budget there."""
+    from arraybench.execution.more_rounds import questions
+
+    plan = plan_of(*range(1000, 1010))
+    true = {c.id: 1e-3 for c in plan}
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, HEADER)
+    StubRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01)).run(plan)
+    writer.close()
+    asked = questions(list(load_results(path).latest().values()), ["old", "new"])
+    dfs = [e.df for found in asked.values() for _, e in found]
+    assert len(dfs) == 20 and min(dfs) > 5

@@ -20,11 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from arraybench.comparison import compare_samples, rounds_of
+from arraybench.comparison import compare_samples, paired_prior_of, rounds_of
 from arraybench.planning.case import Case, base_id
 from arraybench.results import Results, ResultsWriter, load_results, measured
 from arraybench.results.record import CaseRecord
 from arraybench.stats.paired import by_round, paired_log_ratio
+from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
 from arraybench.stats.student import LogRatio
 
@@ -34,13 +35,14 @@ EXTRA_ROUNDS = 4
 THRESHOLD = 0.05
 
 
-def estimate(base: CaseRecord, new: CaseRecord, paired: bool) -> LogRatio | None:
-    """log(new/base) with its error: paired by round for two environments of a case, else unpaired."""
+def estimate(base: CaseRecord, new: CaseRecord, paired: bool, prior: VariancePrior = NO_PRIOR) -> LogRatio | None:
+    """log(new/base) with its error: paired by round for two environments of a case (its variance
+    moderated toward `prior`, as compare does), else unpaired."""
     b, n = measured(base), measured(new)
     if b is None or n is None:
         return None
     if paired:
-        found = paired_log_ratio(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new)))
+        found = paired_log_ratio(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new)), prior)
         if found is not None:
             return found.estimate
     result = compare_samples(b, n)
@@ -58,12 +60,17 @@ def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = ()) -> d
     for r in ok:
         if r.env:
             envs[base_id(r.id, r.env)].append(r)
+    pairs = []
     for same in envs.values():
         first, *others = sorted(same, key=lambda r: (rank.get(r.env or "", len(rank)), r.id))
-        for other in others:
-            if (e := estimate(first, other, paired=True)) is not None:
-                out[first.id].append((other.id, e))
-                out[other.id].append((first.id, e))
+        pairs += [(first, other) for other in others]
+    # The spread of the run's other cases, as compare RUN@A RUN@B reads it: without it a case of 3
+    # rounds has 2 degrees of freedom, and the stop rule would go on where compare has decided.
+    prior = paired_prior_of(pairs)
+    for first, other in pairs:
+        if (e := estimate(first, other, paired=True, prior=prior)) is not None:
+            out[first.id].append((other.id, e))
+            out[other.id].append((first.id, e))
     sizes: dict[tuple, list[CaseRecord]] = defaultdict(list)
     for r in ok:
         sizes[(r.workload, tuple(sorted(r.params.items())), r.dtype, r.device, r.env, r.machine)].append(r)
