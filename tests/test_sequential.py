@@ -110,3 +110,13 @@ def test_how_far_a_case_is_from_a_decision_ranks_what_a_small_budget_buys():
     assert rule.rounds_to_decide([decided, far], 3) == rule.rounds_to_decide([far], 3)
     # A change on the threshold is still ranked by how far it is from no change.
     assert math.isfinite(rule.rounds_to_decide([LogRatio(math.log(1.05), 0.02, 4)], 3))
+
+
+def test_a_change_known_in_direction_but_on_the_threshold_is_decided_not_kept_open():
+    """A planted 5 % read at a 5 % threshold: slower beyond doubt, yet neither beyond the threshold
+    nor within it; kept open, it took rounds the budget owed to cases whose direction was unknown."""
+    rule, budget = StopRule(0.05, 3, 10), Budget(100.0, clock=lambda: 0.0)
+    on_threshold = LogRatio(math.log(1.046), 0.004, 12)  # sort, 5 rounds: +4.6 % ± 1 %
+    step = rule.step([on_threshold], 5, budget, 1.0)
+    assert step.reason == DECIDED and step.verdicts == (NOISY,)  # compare at 2 % calls it slower
+    assert rule.step(OPEN_CASE, 5, budget, 1.0).reason == OPEN
