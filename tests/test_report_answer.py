@@ -345,3 +345,21 @@ def test_a_flat_sweep_is_dispatch_bound_only_beyond_noise():
     for width, bound in ((0.02, "dispatch"), (0.4, None)):
         data = ReportData.from_results([results_of(sweep(width), peaks={})])
         assert by_case(data, "add", "numpy·eager", 1000)["bound"] == bound
+
+
+def test_a_run_of_several_environments_answers_each_environment_apart():
+    """The golden run (environments old and new): each environment's backend·modes are ranked among
+    themselves, never an environment against another ("numpy·eager [new] and numpy·eager [old] tied"
+    hid which backend is fastest); compare RUN@old RUN@new answers that question."""
+    from pathlib import Path
+
+    from arraybench.report.winners import rows
+    from arraybench.results import load_results
+
+    data = ReportData.from_results([load_results(Path(__file__).parent / "fixtures" / "golden" / "results.jsonl")])
+    said = answers(data, crossovers(data))
+    assert {a.env for a in said} == {"old", "new"}
+    for a in said:
+        other = ({"old", "new"} - {a.env}).pop()
+        assert f"[{other}]" not in a.text() and a.title.endswith(f"in environment {a.env}")
+    assert sorted((a.workload, a.env) for a in said) == sorted((r.workload, r.env) for r in rows(data))

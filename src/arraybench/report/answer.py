@@ -28,7 +28,7 @@ NOTHING_CORRECT = "no case was correct (the notes under the tables say why)"
 @dataclass(frozen=True)
 class Answer:
     """One problem's verdict (per workload, dtype, the parameters besides the size where they vary,
-    and machine where there are several) and its one-line why."""
+    machine and Python environment where there are several) and its one-line why."""
 
     workload: str
     dtype: str
@@ -38,10 +38,12 @@ class Answer:
     problem: str = ""  # 'm=128' where the workload's cases differ in more than the size
     unmeasured: str = ""  # "No GPU was measured: …", where every case of a device kind was unavailable
     fixed: tuple[tuple[str, Any], ...] = ()  # the problem's parameters other than the size, all of them
+    env: str = ""  # the Python environment (--env) whose backend·modes it ranks, in a run of several
 
     @property
     def title(self) -> str:
-        return f"{self.workload} ({self.dtype}{'; ' + self.problem if self.problem else ''})"
+        return (f"{self.workload} ({self.dtype}{'; ' + self.problem if self.problem else ''})"
+                + (f" in environment {self.env}" if self.env else ""))
 
     def text(self) -> str:
         return f"{self.verdict} {self.why}".strip()
@@ -50,31 +52,28 @@ class Answer:
 def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
     """Every problem with a correct case, in the report's order: a series over the size is answered
     size by size; cases that differ in another parameter are another problem, answered apart."""
-    groups: dict[tuple[str, str, str, tuple], list[CaseView]] = defaultdict(list)
-    for r in data.records:
-        groups[(r.workload, r.dtype, r.machine, data.points(r.workload).fixed(r))].append(r)
     scaling = devices.series(data)
     out = []
-    def first(kv: tuple[tuple, list[CaseView]]) -> tuple:  # problems by their smallest point
-        return (*kv[0][:3], min(data.points(kv[0][0]).order(r) for r in kv[1]))
-
-    for (wl, dtype, machine, fixed), every in sorted(groups.items(), key=first):
+    for (wl, dtype, machine, fixed, env), every in data.problems(data.records).items():
         recs = [r for r in every if r.status != "unavailable"]
         ok = [r for r in recs if r.status == "ok" and r.median_s]
         unmeasured = _unmeasured(every, _asked(data, machine))
         if not ok:
             if unmeasured:
-                out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured, fixed))
+                out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured, fixed, env))
             continue
-        here = [c for c in found if (c.workload, c.dtype, c.machine, c.fixed) == (wl, dtype, machine, fixed)]
+        mine = {data.label(r) for r in every}  # a crossover is within one environment (crossovers.py)
+        here = [c for c in found if (c.workload, c.dtype, c.machine, c.fixed) == (wl, dtype, machine, fixed)
+                and c.faster_below in mine]
         name = data.size_param(wl)
         verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
         # A multi-device workload's answer also says where adding a device stops paying.
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record.dtype == dtype
-                                   and s.points[0].record.machine == machine and s.fixed == fixed])
+                                   and s.points[0].record.machine == machine and s.fixed == fixed
+                                   and (s.points[0].record.env or "") == env])
         out.append(Answer(wl, dtype, machine, verdict,
                           " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t),
-                          data.problem(every[0]), unmeasured, fixed))
+                          data.problem(every[0]), unmeasured, fixed, env))
     return out
 
 

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from arraybench.machine.environment import fingerprint
 from arraybench.planning.case import label as case_label
@@ -25,6 +25,16 @@ from arraybench.units import format_seconds
 NOT_RUN = ("unsupported", "unavailable")
 # Below this, the Python call the harness makes per timed call is a visible share: say how much.
 SUB_MICROSECOND_S = 1e-6
+
+
+class ProblemKey(NamedTuple):
+    """ReportData.problem_key: what one answer is about."""
+
+    workload: str
+    dtype: str
+    machine: str
+    fixed: tuple[tuple[str, Any], ...]
+    env: str
 
 
 @dataclass
@@ -114,6 +124,33 @@ class ReportData:
     def problem(self, r: CaseRecord) -> str:
         """The parameters that set the record's problem apart from its workload's others ('m=128'), or ''."""
         return self.points(r.workload).problem(r)
+
+    def problem_key(self, r: CaseView) -> ProblemKey:
+        """What one answer (and one row of the map) is about: a workload's series over the size at one
+        dtype, machine, set of other parameters, and Python environment. The backend·modes of one
+        environment are the rivals; an environment is not a rival of another (compare RUN@A RUN@B and
+        the report's Environments line say how two environments differ)."""
+        return ProblemKey(r.workload, r.dtype, r.machine, self.points(r.workload).fixed(r), r.env or "")
+
+    def problems(self, records: Sequence[CaseView]) -> dict[ProblemKey, list[CaseView]]:
+        """`records` by problem_key, in the written answer's order (a workload's problems by their
+        smallest point; environments as the run listed them)."""
+        groups: dict[ProblemKey, list[CaseView]] = defaultdict(list)
+        for r in records:
+            groups[self.problem_key(r)].append(r)
+        rank = {env: i for i, env in enumerate(self.envs)}
+
+        def first(kv: tuple[ProblemKey, list[CaseView]]) -> tuple:
+            k = kv[0]
+            return (k.workload, k.dtype, k.machine, min(self.points(k.workload).order(r) for r in kv[1]),
+                    rank.get(k.env, len(rank)), k.env)
+
+        return dict(sorted(groups.items(), key=first))
+
+    @cached_property
+    def envs(self) -> list[str]:
+        """The Python environments of the records (`--env`), in first-seen order; [] for a run of one."""
+        return list(dict.fromkeys(r.env for r in self.records if r.env))
 
     def peaks(self, machine: str) -> dict[str, Any]:
         return self.headers.get(machine, {}).get("environment", {}).get("peaks", {})

@@ -7,7 +7,6 @@ a size, and whether the runner-up is within noise of it (then the cell is a tie,
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,34 +78,30 @@ class Row:
     title: str
     size_name: str
     cells: tuple[Cell, ...]
+    env: str = ""  # the Python environment (--env) whose backend·modes it ranks, in a run of several
 
     @property
     def anchor(self) -> str:
-        return anchor(self.workload, self.dtype, self.machine, self.problem)
+        return anchor(self.workload, self.dtype, self.machine, self.problem, self.env)
 
 
-def anchor(workload: str, dtype: str, machine: str, problem: str = "") -> str:
+def anchor(workload: str, dtype: str, machine: str, problem: str = "", env: str = "") -> str:
     """The HTML id of a problem's written answer, which its line under the map links to."""
-    return "answer-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(filter(None, (workload, dtype, machine, problem))))
+    return "answer-" + re.sub(r"[^A-Za-z0-9_.-]+", "-",
+                              "-".join(filter(None, (workload, dtype, machine, problem, env))))
 
 
 def rows(data: ReportData) -> list[Row]:
     """Every problem with a case that ran (correct or not), in the order of the written answer."""
-    groups: dict[tuple[str, str, str, tuple], list[CaseView]] = defaultdict(list)
-    for r in data.records:
-        if r.status == "ok" or r.status in FAILED:
-            groups[(r.workload, r.dtype, r.machine, data.points(r.workload).fixed(r))].append(r)
-    many_dtypes = len({k[1] for k in groups}) > 1
-
-    def first(kv: tuple[tuple, list[CaseView]]) -> tuple:  # problems by their smallest point
-        return (*kv[0][:3], min(data.points(kv[0][0]).order(r) for r in kv[1]))
-
+    groups = data.problems([r for r in data.records if r.status == "ok" or r.status in FAILED])
+    many_dtypes = len({k.dtype for k in groups}) > 1
     out = []
-    for (wl, dtype, machine, fixed), recs in sorted(groups.items(), key=first):
+    for (wl, dtype, machine, fixed, env), recs in groups.items():
         problem = data.problem(recs[0])
         apart = "; ".join(filter(None, (dtype if many_dtypes else "", problem)))
-        title = wl + (f" ({apart})" if apart else "") + (f" @{machine}" if len(data.machines) > 1 else "")
-        out.append(Row(wl, dtype, machine, fixed, problem, title, data.size_param(wl), _cells(data, recs)))
+        title = (wl + (f" ({apart})" if apart else "") + (f" @{machine}" if len(data.machines) > 1 else "")
+                 + (f" [{env}]" if env else ""))
+        out.append(Row(wl, dtype, machine, fixed, problem, title, data.size_param(wl), _cells(data, recs), env))
     return out
 
 
