@@ -6,7 +6,6 @@ import argparse
 import functools
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from arraybench.cli.store import STORE_ENV, apply_store_environment
 from arraybench.errors import UsageError
 from arraybench.execution import session
 from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
-from arraybench.execution.parent import Rounds, Runner
+from arraybench.execution.parent import MakeRunner, Runner
 from arraybench.measure.casecache import usage
 from arraybench.output import terminal
 from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
@@ -180,7 +179,7 @@ def settings_from_args(args: argparse.Namespace) -> RunSettings:
     )
 
 
-def runner_from_args(args: argparse.Namespace) -> Callable[..., Rounds]:
+def runner_from_args(args: argparse.Namespace) -> MakeRunner:
     """Runner for a local run; ClusterRunner, built the same way, for `--cluster`."""
     if args.on and not args.cluster:
         raise UsageError("--on needs --cluster")

@@ -13,10 +13,10 @@ import uuid
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from arraybench.errors import UsageError, one_line
-from arraybench.execution.parent import Rounds, RunConfig
+from arraybench.execution.parent import RoundOptions, Rounds, RunConfig
 from arraybench.planning.case import Case
 from arraybench.planning.devices import device_count, kind_of
 from arraybench.planning.settings import default_threads, parse_list
@@ -196,7 +196,8 @@ class ClusterRunner(Rounds):
     crashed. Cases pinned by name to a worker that left are recorded as crashed too.
     """
 
-    def __init__(self, target: ClusterTarget, writer: ResultsWriter, config: RunConfig, **rounds: Any) -> None:
+    def __init__(self, target: ClusterTarget, writer: ResultsWriter, config: RunConfig,
+                 **rounds: Unpack[RoundOptions]) -> None:
         # config's paths are unused: each Dask worker keeps its children's logs on its own machine.
         super().__init__(writer, config, **rounds)
         self.target = target

@@ -14,7 +14,7 @@ from typing import Any
 from arraybench import __version__
 from arraybench.errors import UsageError
 from arraybench.execution.more_rounds import Runs, more_rounds
-from arraybench.execution.parent import Progress, Rounds, RunConfig, Runner, WorkerEnv
+from arraybench.execution.parent import MakeRunner, Progress, RunConfig, Runner, WorkerEnv
 from arraybench.machine import environment
 from arraybench.measure import peaks
 from arraybench.planning import refine
@@ -107,7 +107,7 @@ def execute(
     resume: bool = False,
     on_start: Callable[[int], Callable[[CaseRecord], None]] = lambda n: (lambda r: None),
     store: str | os.PathLike[str] | None = None,
-    make_runner: Callable[..., Rounds] = Runner,
+    make_runner: MakeRunner = Runner,
     run_id: str | None = None,
     on_stored: Callable[[StoredRun], None] = lambda stored: None,
 ) -> Results:
@@ -141,12 +141,11 @@ def execute(
     recording = None if store is None else Recording(store, writer.path, progress)
     on_record = progress if recording is None else recording
     partial = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
-    extra: dict[str, Any] = {}
+    runner = make_runner(writer, run_config(settings, out_dir, envs), on_record=on_record, partial=partial)
     if isinstance(progress, Progress):  # it counts each case's processes
         progress.processes = settings.timer.processes
         progress.resumed(partial)
-        extra["on_replicate"] = progress.replicate
-    runner = make_runner(writer, run_config(settings, out_dir, envs), on_record=on_record, partial=partial, **extra)
+        runner.on_replicate = progress.replicate
     try:
         runner.run(todo)
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
