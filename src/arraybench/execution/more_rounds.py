@@ -29,8 +29,9 @@ from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
 from arraybench.stats.student import LogRatio
 
-# At most this many rounds beyond the planned ones: past it a case stays open and says so.
-EXTRA_ROUNDS = 4
+# At most this many times the planned rounds (3 → 12, looked at after 3, 5, 8 and 12: the stop
+# rule's schedule): past it a case stays open and says so.
+MAX_ROUNDS_FACTOR = 4
 # A difference smaller than this is "the same" for the stop rule (compare's default threshold).
 THRESHOLD = 0.05
 
@@ -122,7 +123,7 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     first = runner.processes
     if first < 2 or budget_s <= 0:
         return {}
-    rule = StopRule(THRESHOLD, first_round=first, max_rounds=first + EXTRA_ROUNDS)
+    rule = StopRule(THRESHOLD, first_round=first, max_rounds=MAX_ROUNDS_FACTOR * first)
     budget = Budget(budget_s) if clock is None else Budget(budget_s, clock)
     by_id = {c.id: c for c in plan}
     stopped: dict[str, str] = {}

@@ -4,13 +4,15 @@ A case whose verdict is still open (between environments, or which backend·mode
 gets another round, one more process of each side; a decided one stops. Looking after every
 round and stopping at the first verdict would give false verdicts far more often than the
 nominal rate: every look is one more chance for noise to cross the line (tests/test_sequential.py:
-8 looks at 5 % each gave 14 % false verdicts on identical sides, the rule 0.8 %). So the looks are bounded: a
-case is looked at with `first_round` rounds, then after each further round up to `max_rounds`,
-K = max_rounds − first_round + 1 looks at most, and each look reads its intervals at level α/K
-(Bonferroni over the looks). Whatever the truth, the chance that any look's interval misses it is
-at most K·α/K = α, and every false verdict needs such a miss: faster or slower with no change,
-same with a change beyond the threshold. The price is wider intervals at each look; a case that
-is clear early still stops early.
+8 looks at 5 % each gave 14 % false verdicts on identical sides, the rule 0.8 %). So the looks are
+bounded: a case is looked at with `first_round` rounds, then each time its rounds have grown by
+half (3, 5, 8, 12, 18, … rounds) and at `max_rounds`, K looks at most, and each look reads its
+intervals at level α/K (Bonferroni over the looks). Whatever the truth, the chance that any look's
+interval misses it is at most K·α/K = α, and every false verdict needs such a miss: faster or
+slower with no change, same with a change beyond the threshold. The price is wider intervals at
+each look; a case that is clear early still stops early. Looks spaced by a factor, not after every
+round, let a noisy case run to 3 × its rounds for 5 looks (a look a round: 7 looks to 3 + 6), and
+a look after one more round of 12 barely moves the interval anyway.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from arraybench.errors import UsageError
 from arraybench.stats.student import LogRatio, t_isf
 from arraybench.stats.verdicts import ALPHA, decide
 
+# Between two looks a case's rounds grow by at least this factor.
+LOOK_GROWTH = 1.5
 # Why a case's rounds ended (or why it goes on).
 OPEN, DECIDED, BUDGET, MAX_ROUNDS = "undecided", "decided", "budget", "max rounds"
 
@@ -85,8 +89,16 @@ class StopRule:
                              f"(got {self.first_round} and {self.max_rounds})")
 
     @property
+    def look_rounds(self) -> tuple[int, ...]:
+        """The rounds after which the rule looks: the first, then each ≥ 1.5 × the one before, and the last."""
+        out = [self.first_round]
+        while out[-1] < self.max_rounds:
+            out.append(min(self.max_rounds, max(out[-1] + 1, math.ceil(out[-1] * LOOK_GROWTH))))
+        return tuple(out)
+
+    @property
     def looks(self) -> int:
-        return self.max_rounds - self.first_round + 1
+        return len(self.look_rounds)
 
     @property
     def level(self) -> float:
@@ -133,6 +145,9 @@ class StopRule:
         if not self.first_round <= rounds <= self.max_rounds:
             raise ValueError(f"a look after {rounds} rounds is outside {self.first_round}..{self.max_rounds}")
         verdicts = self.verdicts(estimates)
+        if rounds not in self.look_rounds:  # between looks: no verdict is read, the case goes on if it can
+            reason = BUDGET if not budget.claim(next_round_s) else OPEN
+            return Step(reason == OPEN, reason, rounds, self.level, verdicts)
         if all(self.answered(e) for e in estimates):
             reason = DECIDED
         elif rounds == self.max_rounds:
