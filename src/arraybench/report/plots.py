@@ -342,6 +342,8 @@ def heatmap_figure(data: ReportData) -> Any:
     return fig
 
 
+# Legend rows (entries and titles) that fit beside the roofline's axes at font size 8.
+ROOFLINE_LEGEND_ROWS = 26
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p")
 
 
@@ -400,11 +402,16 @@ def roofline_figure(data: ReportData, machine: str, dtype: str, pts: Sequence[Ca
     backend_handles = [Line2D([], [], linestyle="", marker="o", color=colour(lab), label=lab) for lab in labels]
     workload_handles = [Line2D([], [], linestyle="", marker=marker[wl], color="#777777", label=wl)
                         for wl in workloads]
+    # One legend above the other beside the axes; past ROOFLINE_LEGEND_ROWS rows together they would
+    # overlap (10 backend·modes and 22 workloads did in the default run), so the longer goes to columns.
+    rows_b, rows_w = len(backend_handles) + 1, len(workload_handles) + 1
+    room = max(1, ROOFLINE_LEGEND_ROWS - rows_b - 1)  # entries per column left to the workloads
+    cols_w = 1 if rows_b + rows_w <= ROOFLINE_LEGEND_ROWS else -(-(rows_w - 1) // room)
     first = ax.legend(handles=backend_handles, title="backend·mode", loc="upper left",
                       bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.add_artist(first)
     ax.legend(handles=workload_handles, title="workload (bigger: larger size)", loc="lower left",
-              bbox_to_anchor=(1.01, 0.0), fontsize=8)
+              bbox_to_anchor=(1.01, 0.0), fontsize=8, ncols=min(cols_w, 3))
     if left_out:
         ax.text(0.0, -0.13, "Not drawn (no FLOP/s or no bytes moved): " + "; ".join(left_out),
                 transform=ax.transAxes, va="top", fontsize=8, wrap=True)
