@@ -232,17 +232,20 @@ def tables(records: Sequence[CaseRecord]) -> list[tuple[str, list[str], list[lis
         machines = frozenset(r.machine for r in recs if r.machine)
         header, rows, columns = _grid(recs, pts, lambda r: cell(r, sp.get((r.id, r.machine))))
         best = []
-        for c in columns:
-            ok = [r for r in recs if pts.text(r) == c and r.status == "ok"]
+        # A run's environments (--env) are ranked apart: each one's fastest, never one against another.
+        envs = list(dict.fromkeys(r.env or "" for r in recs))
+        for c, env in ((c, env) for c in columns for env in envs):
+            ok = [r for r in recs if pts.text(r) == c and r.status == "ok" and (r.env or "") == env]
+            at = f"{c} [{env}]" if len(envs) > 1 else c
             if ok:
                 fastest = min(ok, key=timed)
                 named = f"{row_label(fastest, devices, machines)} ({format_seconds(fastest.median_s)})"
                 ties = [r for r in sorted(ok, key=timed)
                         if r is not fastest and bracket.order(fastest, r) != -1]
                 tied = [row_label(r, devices, machines) for r in ties]
-                best.append(f"{c}: no fastest correct case beyond noise: {listed([named, *tied])} are "
+                best.append(f"{at}: no fastest correct case beyond noise: {listed([named, *tied])} are "
                             f"within noise of each other ({tie_seen(fastest, ties)})" if tied
-                            else f"{c}: fastest correct is {named}")
+                            else f"{at}: fastest correct is {named}")
         reasons: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         for r in recs:
             if r.status != "ok" and r.error:

@@ -189,6 +189,7 @@ def phrase(fraction: float, power: float = POWER, noun: str = "change") -> str:
         return f"it could have missed a {noun} of any size {seen}"
     percent = 100 * fraction
     if percent >= 900:
-        return f"no {noun} larger than ×{1 + fraction:.3g} {seen}"
+        factor = 1 + fraction  # written as the report writes a lead: 26×, 4,920×, never 4.92e+03
+        return f"no {noun} larger than ×{f'{factor:.2g}' if factor < 100 else f'{factor:,.0f}'} {seen}"
     figure = f"{percent:.0f}" if percent >= 9.95 else f"{percent:.1f}".removesuffix(".0")
     return f"no {noun} larger than {figure} % {seen}"
