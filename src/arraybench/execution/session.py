@@ -14,7 +14,7 @@ from typing import Any
 from arraybench import __version__
 from arraybench.errors import UsageError
 from arraybench.execution.more_rounds import Runs, more_rounds
-from arraybench.execution.parent import MakeRunner, Progress, RunConfig, Runner, WorkerEnv
+from arraybench.execution.parent import MakeRunner, Progress, RoundOptions, RunConfig, Runner, WorkerEnv
 from arraybench.machine import environment
 from arraybench.measure import peaks
 from arraybench.planning import refine
@@ -141,11 +141,12 @@ def execute(
     recording = None if store is None else Recording(store, writer.path, progress)
     on_record = progress if recording is None else recording
     partial = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
-    runner = make_runner(writer, run_config(settings, out_dir, envs), on_record=on_record, partial=partial)
+    options: RoundOptions = {"on_record": on_record, "partial": partial}
     if isinstance(progress, Progress):  # it counts each case's processes
         progress.processes = settings.timer.processes
         progress.resumed(partial)
-        runner.on_replicate = progress.replicate
+        options["on_replicate"] = progress.replicate
+    runner = make_runner(writer, run_config(settings, out_dir, envs), **options)
     try:
         runner.run(todo)
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)

@@ -32,9 +32,11 @@ def empty_call_s(be: Backend, mode: str, config: TimerConfig = FLOOR_TIMER) -> f
     """Median time of `x + x` on a one-element device array in `mode` (eager, or compiled by `be.jit`)."""
     x = be.to_device(np.ones(1, dtype=be.dtype))
     be.sync(x)
-    if mode != "eager":
+    if mode == "eager":
+        fn = _add
+    else:
         be.prepare_jit()  # the process's compiler set-up is not the floor's (and belongs in no run's cache)
-    fn = _add if mode == "eager" else be.jit(_add, mode)
+        fn = be.jit(_add, mode)
     sync = be.sync if be.asynchronous else None
     return Timer(fn, (x,), sync=sync, config=config, pipelined=be.pipelined).run().measurement.median
 

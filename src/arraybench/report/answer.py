@@ -62,9 +62,8 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
             if unmeasured:
                 out.append(Answer(wl, dtype, machine, unmeasured, "", data.problem(every[0]), unmeasured, fixed, env))
             continue
-        mine = {data.label(r) for r in every}  # a crossover is within one environment (crossovers.py)
-        here = [c for c in found if (c.workload, c.dtype, c.machine, c.fixed) == (wl, dtype, machine, fixed)
-                and c.faster_below in mine]
+        here = [c for c in found
+                if (c.workload, c.dtype, c.machine, c.fixed, c.env) == (wl, dtype, machine, fixed, env)]
         name = data.size_param(wl)
         verdict = _verdict(data, name, ok, _complete_sizes(data, recs), here)
         # A multi-device workload's answer also says where adding a device stops paying.

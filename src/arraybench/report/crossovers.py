@@ -42,6 +42,7 @@ class Crossover:
     separated: bool
     next_size: int | None = None
     problem: str = ""  # the parameters that set this series apart from the workload's others, if any
+    env: str = ""  # the Python environment (--env) both backend·modes ran in: a crossover is within one
 
     @property
     def where(self) -> str:
@@ -95,7 +96,8 @@ def crossovers(data: ReportData) -> list[Crossover]:
     for (wl, machine, dtype, name, fixed), series in sweeps(data).items():
         problem = data.problem(next(iter(next(iter(series.values())).values())))
         for a, b in combinations(sorted(series), 2):
-            if next(iter(series[a].values())).env != next(iter(series[b].values())).env:
+            env = next(iter(series[a].values())).env or ""
+            if (next(iter(series[b].values())).env or "") != env:
                 continue  # a crossover is within one environment; environments are compared apart (--env)
             for br in bracket.brackets(a, points(series[a]), b, points(series[b])):
                 below, above = series[br.faster_below], series[br.faster_above]
@@ -103,7 +105,7 @@ def crossovers(data: ReportData) -> list[Crossover]:
                              and bracket.order(above[br.hi], below[br.hi]) == -1)
                 found.append(Crossover(wl, machine, dtype, fixed, name, br.faster_below, br.faster_above,
                                        br.estimate, br.time_s, br.lo, br.hi, br.state, separated, br.next_size,
-                                       problem))
+                                       problem, env))
     return sorted(found, key=lambda c: (c.workload, c.machine, c.dtype, c.size, c.faster_above))
 
 

@@ -11,8 +11,8 @@ intervals at level α/K (Bonferroni over the looks). Whatever the truth, the cha
 interval misses it is at most K·α/K = α, and every false verdict needs such a miss: faster or
 slower with no change, same with a change beyond the threshold. The price is wider intervals at
 each look; a case that is clear early still stops early. Looks spaced by a factor, not after every
-round, let a noisy case run to 3 × its rounds for 5 looks (a look a round: 7 looks to 3 + 6), and
-a look after one more round of 12 barely moves the interval anyway.
+round, let a noisy case run from 3 rounds to 12 for 4 looks (3, 5, 8, 12), where a look a round
+paid 5 looks to reach 7; a look after one more round of 12 barely moves the interval anyway.
 """
 
 from __future__ import annotations
