@@ -20,7 +20,7 @@ from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.stats import power
 from arraybench.stats.measurement import FEW_SAMPLES, Replicated, point_variance
-from arraybench.stats.paired import by_round, paired_log_ratio, paired_prior, round_differences
+from arraybench.stats.paired import all_differences, by_round, paired_log_ratio, paired_prior
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.student import bounded_exp
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER, decide
@@ -336,6 +336,9 @@ def compare_paired(base: Replicated, new: Replicated, rounds: tuple[Sequence[int
     left = [f"{unmatched} process{'es' if unmatched > 1 else ''} without a partner"] if unmatched else []
     left += [f"{outlying} round{'s' if outlying > 1 else ''} with a process in another state"] if outlying else []
     note = f"paired over {paired.rounds} rounds ({' and '.join(left)} left out)" if left else ""
+    if paired.trimmed:  # from stats.paired.TRIM_FROM_ROUNDS rounds on
+        said = [f"a trimmed mean: {paired.trimmed} at each end set aside"] + [f"{x} left out" for x in left]
+        note = f"paired over {paired.rounds} rounds ({'; '.join(said)})"
     return SampleComparison(est.ratio, ci, p, decide(est.ratio, ci, p, threshold), est.se, est.df, p,
                             (base.processes, new.processes), note=note)
 
@@ -346,7 +349,7 @@ def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]]) -> VarianceP
     for base, new in pairs:
         b, n = measured(base), measured(new)
         if base.status == new.status == "ok" and b is not None and n is not None:
-            diffs.append(round_differences(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new))))
+            diffs.append(all_differences(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new))))
     return paired_prior(diffs)
 
 
