@@ -53,7 +53,12 @@ def test_every_environments_processes_are_shuffled_into_the_same_rounds():
         order = Runner.order(cases, seed=0, round=k)
         envs = "".join(c.env for c in order)
         assert set(order) == set(cases) and envs not in ("a" * 8 + "b" * 8, "b" * 8 + "a" * 8)
+        # A case's two processes run one after the other, so a slow spell of the host reaches both.
+        assert all(x.params == y.params for x, y in zip(order[::2], order[1::2], strict=True))
     assert Runner.order(cases, 0, 1) != Runner.order(cases, 0, 2)
+    # Which environment goes first is drawn each time: each goes first in about half the pairs.
+    firsts = [c.env for k in range(20) for c in Runner.order(cases, 0, k)[::2]]
+    assert 0.35 < firsts.count("a") / len(firsts) < 0.65
 
 
 def test_a_run_config_names_each_environments_interpreter():
