@@ -4,12 +4,13 @@
     python benchmarks/planted.py aa --out DIR --repeat 3     # PLANTED=1.00: no verdict, mostly "same"?
     python benchmarks/planted.py detect --out DIR --budget 240   # any further option goes to `run`
 
-Each run measures benchmarks/planted_workloads.py (element-wise, matmul, sort and a dispatch-bound
-chain; numpy, jax and torch, eager and jit) as `--env base: --env slow: --env-var slow:PLANTED=X`,
-its processes interleaved in the same rounds, then `arraybench compare RUN@base RUN@slow`. It counts
-the verdicts of the cases of 100 µs or more, and sets the width of each paired interval beside the
-width of the same case compared unpaired (each environment's records as a run of its own, as two
-runs made at different times would be compared, without their pairing). Writes DIR/summary.json.
+Each run (repeat i with `--seed i`) measures benchmarks/planted_workloads.py (element-wise,
+matmul, sort and a dispatch-bound chain; numpy, jax and torch, eager and jit) as `--env base:
+--env slow: --env-var slow:PLANTED=X`, its processes interleaved in the same rounds, then
+`arraybench compare RUN@base RUN@slow`. It counts the verdicts of the cases of 100 µs or more,
+and sets the width of each paired interval beside the width of the same case compared unpaired
+(each environment's records as a run of its own, as two runs made at different times would be
+compared, without their pairing). Writes DIR/summary.json.
 """
 
 from __future__ import annotations
@@ -68,8 +69,12 @@ def main() -> None:
     args, run_args = p.parse_known_args()  # the rest: more `arraybench run` options (--budget 240)
     planted = 1.05 if args.what == "detect" else 1.00
     threshold = args.threshold if args.threshold is not None else (0.02 if args.what == "detect" else 0.05)
-    found = [verdicts(run(args.out / f"run-{i + 1}", planted, run_args), threshold)
-             for i in range(args.repeat)]
+    # Each repeat with its own seed (its own case order and layouts), unless --seed is given: with one
+    # seed every repeat would run the same schedule, and a lean of that schedule would look like a
+    # finding three times over.
+    seeded = any(a == "--seed" or a.startswith("--seed=") for a in run_args)
+    found = [verdicts(run(args.out / f"run-{i + 1}", planted, run_args if seeded else [*run_args, "--seed", str(i)]),
+                      threshold) for i in range(args.repeat)]
     summary = {"planted": planted, "threshold": threshold, "runs": found}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
