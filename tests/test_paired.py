@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from arraybench.comparison import FASTER, NOISY, SLOWER, adjust, compare_paired, compare_samples
+from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, adjust, compare_paired, compare_samples
+from arraybench.stats import paired as paired_module
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import by_round, paired_log_ratio, paired_prior, round_differences
 from arraybench.stats.verdicts import decide
@@ -161,3 +162,43 @@ def test_processes_in_two_states_give_no_more_false_verdicts_than_the_level():
         e = paired_log_ratio(old, new).estimate
         false += not e.ci95[0] <= 1.0 <= e.ci95[1]
     assert false / 2000 < 0.07
+
+
+def test_from_eight_rounds_the_trimmed_interval_covers_at_the_level_on_normal_differences():
+    rng = random.Random(11)
+    for rounds in (8, 12, 16):
+        found = [paired_log_ratio(*log_rounds(1.0, rng, rounds=rounds)) for _ in range(1500)]
+        assert {p.trimmed for p in found} == {int(0.2 * rounds)} and {p.rounds for p in found} == {rounds}
+        covered = sum(p.estimate.ci95[0] <= 1 <= p.estimate.ci95[1] for p in found) / len(found)
+        assert 0.925 <= covered <= 0.975, (rounds, covered)
+
+
+def spelled(rng: random.Random, rounds: int, chance: float = 0.1, spell: float = 1.3) -> dict[int, float]:
+    """One side's log medians by round: a 2 % spread, and now and then a process in a slow spell of
+    the host for its whole window (on the 2-core VM, 1.3-1.8× in 5-10 % of processes)."""
+    return {r: math.log(spell) * (rng.random() < chance) + rng.gauss(0, 0.02) for r in range(rounds)}
+
+
+def test_slow_spells_on_either_side_leave_a_twelve_round_a_a_case_decided_the_same(monkeypatch):
+    """Spells of 1.3× are too small for `kept` (1.5×) and large enough to widen a mean's interval
+    past ±5 %: read by the median and the kept rounds' variance, 12 rounds rarely decide "same"."""
+    def verdicts() -> list[str]:
+        rng = random.Random(4)
+        out = []
+        for _ in range(600):
+            e = paired_log_ratio(spelled(rng, 12), spelled(rng, 12)).estimate
+            out.append(decide(e.ratio, e.ci95, e.p_value, 0.05))
+        return out
+
+    trimmed = verdicts()
+    monkeypatch.setattr(paired_module, "TRIM_FROM_ROUNDS", 10**6)
+    median = verdicts()
+    assert trimmed.count(SAME) / 600 > 0.65 and median.count(SAME) / 600 < 0.25
+    assert (trimmed.count(SLOWER) + trimmed.count(FASTER)) / 600 < 0.01
+
+
+def test_a_trimmed_case_says_so_in_its_note():
+    base, new = environments(1.0, 3, rounds=8)
+    every = range(8)
+    note = compare_paired(base, new, (every, every)).note
+    assert note == "paired over 8 rounds (a trimmed mean: 1 at each end set aside)"
