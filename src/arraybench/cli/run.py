@@ -117,7 +117,7 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--budget", type=float, metavar="SECONDS",
                      help="seconds of further rounds for the cases still undecided after the planned processes "
                           "(between --env environments, or which backend·mode is fastest at a size); default: "
-                          "the planned rounds' time again with several --env, none with one")
+                          "three times the planned rounds' time with several --env, none with one")
     run.add_argument("--cache-limit", type=memory_size,
                      help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
                           "until it completes (default 2G)")
