@@ -72,7 +72,7 @@ def render_html(data: ReportData, found: list[Crossover], plots: list[Plot], sai
 def glance_html(data: ReportData, found: list[Crossover], glance: list[Plot], said: list[Answer],
                 linked: bool = False) -> str:
     """The winners map, then a line per workload whose name links to its answer in words."""
-    written = {winners.anchor(a.workload, a.dtype, a.machine, a.problem, a.env) for a in said}
+    written = {winners.anchor(a) for a in said}
     items = [f'<li><a href="#{row.anchor if row.anchor in written else "problems"}"><b>{e(row.title)}</b></a> — '
              f"{e(winners.line(row, found))}</li>" for row in winners.rows(data)]
     pairs = [f'<p class="envs"><b>Environments:</b> {e(line)}.</p>' for line in data.env_pairs]
@@ -88,7 +88,7 @@ def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], no
     for a in said:
         where = f" @{a.machine}" if many else ""
         why = f' <span class="why">{e(a.why)}</span>' if a.why else ""
-        out.append(f'<p class="answer" id="{e(winners.anchor(a.workload, a.dtype, a.machine, a.problem, a.env))}">'
+        out.append(f'<p class="answer" id="{e(winners.anchor(a))}">'
                    f"<b>{e(a.title + where)}.</b> {e(a.verdict)}{why}</p>")
     if not said:
         out.append(f"<p>No answer: {e(NOTHING_CORRECT)}.</p>")

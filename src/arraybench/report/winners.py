@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from arraybench.output.palette import FAILED_GREY, FAILED_RED, colour, ink
 from arraybench.report.answer import leads
@@ -82,13 +82,28 @@ class Row:
 
     @property
     def anchor(self) -> str:
-        return anchor(self.workload, self.dtype, self.machine, self.problem, self.env)
+        return anchor(self)
 
 
-def anchor(workload: str, dtype: str, machine: str, problem: str = "", env: str = "") -> str:
+class Problem(Protocol):
+    """What names one problem: a map's Row and its written answer.Answer alike."""
+
+    @property
+    def workload(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def machine(self) -> str: ...
+    @property
+    def problem(self) -> str: ...
+    @property
+    def env(self) -> str: ...
+
+
+def anchor(p: Problem) -> str:
     """The HTML id of a problem's written answer, which its line under the map links to."""
     return "answer-" + re.sub(r"[^A-Za-z0-9_.-]+", "-",
-                              "-".join(filter(None, (workload, dtype, machine, problem, env))))
+                              "-".join(filter(None, (p.workload, p.dtype, p.machine, p.problem, p.env))))
 
 
 def rows(data: ReportData) -> list[Row]:
