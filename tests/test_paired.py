@@ -8,7 +8,7 @@ import pytest
 from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, adjust, compare_paired, compare_samples
 from arraybench.stats import paired as paired_module
 from arraybench.stats.measurement import Measurement, Replicated
-from arraybench.stats.paired import by_round, paired_log_ratio, paired_prior, round_differences
+from arraybench.stats.paired import all_differences, by_round, paired_log_ratio, paired_prior
 from arraybench.stats.verdicts import decide
 
 ROUNDS = 6
@@ -91,13 +91,13 @@ def test_differences_are_taken_round_by_round_whatever_order_the_processes_ran()
     old = by_round([1.0, 2.0, 4.0], [2, 0, 1])
     new = by_round([2.0, 4.0, 8.0], [0, 1, 2])
     # Matched by position, every difference would be log 2.
-    assert round_differences(old, new) == [0.0, 0.0, math.log(8.0)]
+    assert all_differences(old, new) == [0.0, 0.0, math.log(8.0)]
 
 
 def test_the_cases_of_a_comparison_lend_a_three_round_case_their_spread():
     rng = random.Random(3)
     cases = [log_rounds(1.0, rng, rounds=3) for _ in range(40)]
-    prior = paired_prior(round_differences(o, n) for o, n in cases)
+    prior = paired_prior(all_differences(o, n) for o, n in cases)
     assert prior.df > 10 and math.sqrt(prior.variance) == pytest.approx(math.sqrt(2) * 0.01, rel=0.3)
     alone, pooled = paired_log_ratio(*cases[0]).estimate, paired_log_ratio(*cases[0], prior).estimate
     assert alone.df == 2 and pooled.df == 2 + prior.df

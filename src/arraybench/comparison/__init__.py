@@ -335,10 +335,11 @@ def compare_paired(base: Replicated, new: Replicated, rounds: tuple[Sequence[int
     unmatched, outlying = paired.unmatched, paired.outlying
     left = [f"{unmatched} process{'es' if unmatched > 1 else ''} without a partner"] if unmatched else []
     left += [f"{outlying} round{'s' if outlying > 1 else ''} with a process in another state"] if outlying else []
-    note = f"paired over {paired.rounds} rounds ({' and '.join(left)} left out)" if left else ""
     if paired.trimmed:  # from stats.paired.TRIM_FROM_ROUNDS rounds on
         said = [f"a trimmed mean: {paired.trimmed} at each end set aside"] + [f"{x} left out" for x in left]
         note = f"paired over {paired.rounds} rounds ({'; '.join(said)})"
+    else:
+        note = f"paired over {paired.rounds} rounds ({' and '.join(left)} left out)" if left else ""
     return SampleComparison(est.ratio, ci, p, decide(est.ratio, ci, p, threshold), est.se, est.df, p,
                             (base.processes, new.processes), note=note)
 

@@ -293,13 +293,9 @@ class Rounds(ABC):
         Whatever an environment's process gains from what ran just before it, it gains as often
         in the other environment.
         """
-        out = sorted(cases, key=lambda c: c.id)
         rng = random.Random(seed if round == 0 else f"{seed}/round {round}")
-        if not any(c.env for c in out):
-            rng.shuffle(out)
-            return out
-        groups: dict[str, list[Case]] = defaultdict(list)
-        for c in out:
+        groups: dict[str, list[Case]] = defaultdict(list)  # without --env, one case a group
+        for c in sorted(cases, key=lambda c: c.id):
             groups[base_id(c.id, c.env)].append(c)
         keys = sorted(groups)
         rng.shuffle(keys)

@@ -41,12 +41,6 @@ def by_round(medians: Sequence[float], rounds: Sequence[int]) -> dict[int, float
     return {r: math.log(m) for r, m in zip(rounds, medians, strict=True)}
 
 
-def round_differences(old: Mapping[int, float], new: Mapping[int, float]) -> list[float]:
-    """new − old log median of each round that both sides ran, in round order, without the rounds
-    where a process was in another state (outlying)."""
-    return kept(all_differences(old, new))
-
-
 def all_differences(old: Mapping[int, float], new: Mapping[int, float]) -> list[float]:
     """new − old log median of each round that both sides ran, in round order."""
     return [new[r] - old[r] for r in sorted(old.keys() & new.keys())]
@@ -86,26 +80,23 @@ def kept(d: Sequence[float]) -> list[float]:
 
 
 @dataclass(frozen=True)
-class Spread:
+class PairedPoint:
     """A case's per-round differences read: the `point` (log new/old), the variance of one round's
-    difference and its degrees of freedom (what paired_prior pools and a prior moderates), how many
-    rounds it read, and how many it set aside (`outlying`, by kept; `trimmed`, at each end)."""
+    difference and its degrees of freedom (what paired_prior pools and a prior moderates),
+    `point_factor`, the point's variance per unit of one round's (the median's factor over n, or
+    1/n for a trimmed mean), how many rounds it read, and how many it set aside (`outlying`, by
+    kept; `trimmed`, at each end)."""
 
     point: float
     variance: float
     df: float
+    point_factor: float
     rounds: int
     outlying: int = 0
     trimmed: int = 0
 
-    def point_variance(self, variance: float) -> float:
-        """The variance of the point when one round's difference varies by `variance`."""
-        if self.trimmed:
-            return variance / self.rounds
-        return point_variance(variance, self.rounds)
 
-
-def trimmed(d: Sequence[float], trim: float = TRIM) -> Spread:
+def trimmed(d: Sequence[float], trim: float = TRIM) -> PairedPoint:
     """The trimmed mean of the differences, with Yuen's variance (Yuen 1974; Wilcox, *Introduction
     to Robust Estimation*, ch. 4): the int(trim · n) lowest and highest set aside for the point, and
     set to the nearest kept value for the spread (winsorized), whose variance over (1 − 2g/n)² is
@@ -123,11 +114,11 @@ def trimmed(d: Sequence[float], trim: float = TRIM) -> Spread:
     n = len(s)
     g = int(trim * n)
     w = [min(max(x, s[g]), s[n - 1 - g]) for x in s]
-    return Spread(statistics.mean(s[g:n - g]), statistics.variance(w) / (1 - 2 * g / n) ** 2, n - 2 * g - 1,
-                  n, trimmed=g)
+    return PairedPoint(statistics.mean(s[g:n - g]), statistics.variance(w) / (1 - 2 * g / n) ** 2, n - 2 * g - 1,
+                       1 / n, n, trimmed=g)
 
 
-def spread_of(d: Sequence[float]) -> Spread | None:
+def spread_of(d: Sequence[float]) -> PairedPoint | None:
     """A case's per-round differences read: trimmed from TRIM_FROM_ROUNDS rounds, else the median of
     those kept; None where fewer than MIN_PAIRED_ROUNDS remain."""
     if len(d) >= TRIM_FROM_ROUNDS:
@@ -135,7 +126,8 @@ def spread_of(d: Sequence[float]) -> Spread | None:
     k = kept(d)
     if len(k) < MIN_PAIRED_ROUNDS:
         return None
-    return Spread(statistics.median(k), statistics.variance(k), len(k) - 1, len(k), outlying=len(d) - len(k))
+    return PairedPoint(statistics.median(k), statistics.variance(k), len(k) - 1, point_variance(1.0, len(k)),
+                       len(k), outlying=len(d) - len(k))
 
 
 def paired_prior(cases: Iterable[Sequence[float]]) -> VariancePrior:
@@ -177,5 +169,5 @@ def paired_log_ratio(old: Mapping[int, float], new: Mapping[int, float],
     if spread is None:
         return None
     variance, df = prior.moderate(spread.variance, spread.df)
-    estimate = LogRatio(spread.point, math.sqrt(spread.point_variance(variance)), df)
+    estimate = LogRatio(spread.point, math.sqrt(spread.point_factor * variance), df)
     return Paired(estimate, spread.rounds, len(old) + len(new) - 2 * len(every), spread.outlying, spread.trimmed)
