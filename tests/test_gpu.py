@@ -216,3 +216,20 @@ def test_jax_device_to_host_copy_returns_the_data():
     x = np.arange(16, dtype=np.float32).reshape(4, 4)
     y = jax.device_put(x, be.dev)
     assert np.array_equal(download(y), x) and np.array_equal(download(y), x)
+
+
+@pytest.mark.integration  # imports torch
+def test_torch_gpu_sync_waits_on_another_gpu_but_not_on_a_host_copy(monkeypatch):
+    """Seen on an H200: transfer_to_host's output is a CPU tensor, and syncing its device raised."""
+    torch = pytest.importorskip("torch")
+    from arraybench.backends.torch_backend import TorchBackend
+
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(str(device)))
+    be = TorchBackend(threads=1, dtype="float32")
+    be.torch, be.kind, be.dev = torch, "gpu", torch.device("cuda", 0)
+    be.sync(torch.zeros(2))  # a host copy: the GPU is synced, the CPU is not asked
+    assert synced == ["cuda:0"]
+    other = types.SimpleNamespace(device=torch.device("cuda", 1))
+    be.sync(other)  # device_copy's output on another GPU: both are synced
+    assert synced == ["cuda:0", "cuda:0", "cuda:1"]

@@ -214,8 +214,10 @@ class TorchBackend(Backend):
     def sync(self, out: Any) -> None:
         if self.kind == "gpu":
             self.torch.cuda.synchronize(self.dev)
-            where = getattr(out, "device", None)  # a copy to another GPU (device_copy) ends there
-            if where is not None and where != self.dev:
+            # A copy to another GPU (device_copy) ends there; a copy to the host (transfer_to_host)
+            # is a CPU tensor, done once `.cpu()` returns, and `synchronize` refuses a CPU device.
+            where = getattr(out, "device", None)
+            if getattr(where, "type", None) == "cuda" and where != self.dev:
                 self.torch.cuda.synchronize(where)
 
     def flush_l2(self, nbytes: int) -> None:
