@@ -2,13 +2,15 @@
 environment's interpreter with its own variables, every environment's processes in the same rounds."""
 
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import TINY, read_jsonl
 
 from arraybench.errors import UsageError
-from arraybench.execution.parent import RunConfig, Runner, WorkerEnv, worker_env
+from arraybench.execution.parent import RunConfig, Runner, WorkerEnv, WorkerPool, environment_groups, worker_env
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.case import Case, base_id
 from arraybench.planning.plan import build_plan
@@ -82,6 +84,8 @@ def test_a_run_over_two_environments_records_each_with_its_versions_and_variable
     assert sorted(r["env"] for r in cases) == ["base", "slow"]
     assert all(r["id"].endswith("@" + r["env"]) and r["status"] == "ok" for r in cases)
     assert "@slow" in err
+    # Their processes took turns: four at least each, a quarter of --min-time apiece.
+    assert all(r["replicates"][0]["visits"] >= 4 for r in cases)
 
 
 def test_one_label_names_a_configuration_everywhere_and_keeps_environments_apart():
@@ -206,3 +210,34 @@ def test_the_environments_processes_of_one_round_share_one_layout():
 
     assert offsets(a, 5) == offsets(b, 5)
     assert len({tuple(offsets(a, seed)) for seed in range(8)}) > 1
+
+
+def test_a_case_in_several_environments_is_one_group_of_the_order():
+    cases = [Case("w", (("n", n),), "numpy", "eager", "float32", 1, env=e) for n in range(3) for e in ("a", "b")]
+    order = Runner.order(cases, seed=0, round=1)
+    groups = environment_groups(order)
+    assert [len(g) for g in groups] == [2, 2, 2] and [c for g in groups for c in g] == order
+    assert all({c.env for c in g} == {"a", "b"} and len({c.params for c in g}) == 1 for g in groups)
+    one = [replace(c, env="") for c in cases[::2]]  # without --env: every case alone, as before
+    assert environment_groups(one) == [[c] for c in one]
+
+
+def test_the_processes_of_a_group_take_turns_in_their_own_workers(tmp_path):
+    """Two environments of one interpreter, and a member that can run nowhere here: the two take
+    turns (each paused while the other samples), the third is recorded unavailable, and each
+    one's seconds are its own turns, not the others'."""
+    config = RunConfig(TimerConfig(min_time=0.2, max_time=0.4, min_samples=3, processes=1), 0, 120.0,
+                       tmp_path / "logs", envs={"a": WorkerEnv(sys.executable), "b": WorkerEnv(sys.executable)})
+    cases = [Case("elementwise_add", (("n", 1000),), "numpy", "eager", "float64", 1, env="a"),
+             Case("elementwise_add", (("n", 1000),), "numpy", "eager", "float64", 1, env="b"),
+             Case("elementwise_add", (("n", 1000),), "numpy", "eager", "float64", 1, device="gpu", env="c")]
+    pool = WorkerPool(config)
+    try:
+        t0 = time.monotonic()
+        (a, a_s), (b, b_s), (c, _) = pool.run_group(cases, visit_s=0.02)
+        elapsed = time.monotonic() - t0
+    finally:
+        pool.close()
+    assert a.status == b.status == "ok" and c.status == "unavailable"
+    assert a.visits >= 5 and b.visits >= 5  # 0.2 s of sampling at least, in turns of 0.02 s
+    assert a.timer_s < a_s and b.timer_s < b_s and a_s + b_s <= elapsed + 0.01

@@ -63,3 +63,29 @@ def test_the_child_module_imports_no_framework_before_it_pins_its_cpus():
     code = f"import sys, arraybench.execution.child; print(sorted({frameworks!r} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_turns_are_two_more_messages_and_a_request_may_ask_for_them():
+    request = CaseRequest(CASE, TimerConfig(), 7, visit_s=0.05)
+    for message in (request, protocol.ResumeRequest(), protocol.PausedReply()):
+        assert protocol.decode(protocol.encode(message)) == message
+    old = protocol.encode(CaseRequest(CASE, TimerConfig(), 7)).replace(', "visit_s": null', "")
+    assert protocol.decode(old) == CaseRequest(CASE, TimerConfig(), 7)  # a request without it: one stretch
+    with pytest.raises(ProtocolError, match="a child sent a request"):
+        protocol.decode_reply(protocol.encode(protocol.ResumeRequest()))
+
+
+def test_the_child_pauses_between_turns_until_the_parent_resumes_it(monkeypatch):
+    class Executor:
+        def run(self, case, timer, seed, pause=None, visit_time=None):
+            assert visit_time == 0.05
+            pause()
+            pause()
+            return blank_record(case, "ok")
+
+    sent = []
+    lines = protocol.encode(CaseRequest(CASE, TimerConfig(), 5, visit_s=0.05)) + protocol.encode(
+        protocol.ResumeRequest()) * 2
+    monkeypatch.setattr(sys, "stdin", io.StringIO(lines))
+    child.serve(Executor(), {}, None, sent.append)  # type: ignore[arg-type]
+    assert [type(r) for r in sent] == [protocol.PausedReply, protocol.PausedReply, RecordReply]

@@ -252,3 +252,29 @@ def test_unpipelined_calls_drop_each_output_as_soon_as_it_returns(fake_clock, sy
     assert max(len(alive) for _, alive, _ in fw.dispatches) == 1
     if synced:
         assert all(i - 1 in done for i, _, done in fw.dispatches[1:])
+
+
+def test_with_a_pause_sampling_takes_turns_and_the_time_away_counts_for_no_limit(fake_clock):
+    fn, calls = make_fn(fake_clock, [2**-7])
+    paused_at = []
+
+    def pause():  # another process's turn: a quarter second of someone else's work
+        paused_at.append(len(calls))
+        fake_clock.advance(2**-2)
+
+    cfg = TimerConfig(warmup_time=0.0, min_warmup_calls=1, min_sample_time=2**-10, overhead_factor=0,
+                      min_time=2**-3, min_samples=4, target_half_width=1.0, max_time=1.0)
+    t = Timer(fn, (), config=cfg, clock=fake_clock, pause=pause, visit_time=2**-5).run()
+    # 1/8 s of sampling in turns of 1/32 s: four turns, three pauses, never after the last sample.
+    assert t.visits == 4 and len(paused_at) == 3 and t.paused_s == 3 * 2**-2
+    assert t.measurement.n == 16  # the time away and the untimed block after each pause are no sampling time
+    # Each pause falls between samples, and one untimed call warms up again after it.
+    assert len(calls) == 1 + 1 + 16 + 3
+    assert set(t.measurement.samples) == {2**-7}
+
+
+def test_without_a_pause_there_is_one_stretch_of_sampling(fake_clock):
+    fn, _ = make_fn(fake_clock, [2**-7])
+    cfg = TimerConfig(warmup_time=0.0, min_sample_time=2**-10, overhead_factor=0, min_time=2**-3, min_samples=4)
+    t = Timer(fn, (), config=cfg, clock=fake_clock).run()
+    assert t.visits is None and t.paused_s == 0.0

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arraybench.execution import protocol
-from arraybench.execution.protocol import LAYOUT_PAD_VAR, ReadyReply, RecordReply, Reply, UnavailableReply
+from arraybench.execution.protocol import (
+    LAYOUT_PAD_VAR,
+    PausedReply,
+    ReadyReply,
+    RecordReply,
+    Reply,
+    ResumeRequest,
+    UnavailableReply,
+)
 from arraybench.measure.compilecache import backend_dir, compile_cache_env, compile_dir
 from arraybench.measure.limits import apply_memory_limit
 from arraybench.units import format_size
@@ -211,9 +219,20 @@ def main(argv: list[str] | None = None) -> int:
 def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None,
           send: Callable[[Reply], None]) -> None:
     """Answer each case request on stdin with its record, until stdin closes."""
+    def pause() -> None:  # a turn ended: the parent lets another environment's process take one
+        send(PausedReply())
+        line = sys.stdin.readline()
+        if not line:
+            raise SystemExit(0)  # the parent is gone
+        protocol.expect(protocol.decode(line), ResumeRequest)
+
     for line in sys.stdin:
         request = protocol.decode_request(line)
-        record = replace(executor.run(request.case, request.timer, request.seed), backend_info=info)
+        if request.visit_s is None:
+            record = executor.run(request.case, request.timer, request.seed)
+        else:
+            record = executor.run(request.case, request.timer, request.seed, pause, request.visit_s)
+        record = replace(record, backend_info=info)
         if memory_limit and record.error.startswith("MemoryError"):
             record = replace(record, error=f"{record.error} (over --memory-limit {format_size(memory_limit)})")
         send(RecordReply(record))

@@ -30,7 +30,17 @@ from typing import IO, Any, Protocol, TypedDict, Unpack
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env, thread_env
 from arraybench.execution import protocol
-from arraybench.execution.protocol import LAYOUT_PAD_VAR, CaseRequest, ReadyReply, RecordReply, Reply, UnavailableReply
+from arraybench.execution.protocol import (
+    LAYOUT_PAD_VAR,
+    CaseRequest,
+    Message,
+    PausedReply,
+    ReadyReply,
+    RecordReply,
+    Reply,
+    ResumeRequest,
+    UnavailableReply,
+)
 from arraybench.machine import device_survey
 from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import TimerConfig
@@ -43,6 +53,11 @@ from arraybench.workloads import blank_record
 
 WorkerKey = tuple[str, int, str, str, str]  # backend, threads, dtype, device, environment
 STARTUP_TIMEOUT = 180.0
+# Seconds of one turn of a case's sampling where its environments' processes take turns
+# (WorkerPool.run_group): well under the host's slow spells on the 2-core VM (0.2-0.7 s), so that
+# a spell covers turns of both; long enough that the switch (a pipe's round trip and one untimed
+# block to warm the caches again) stays a few per cent of a turn.
+VISIT_S = 0.05
 
 
 def worker_key(case: Case) -> WorkerKey:
@@ -219,14 +234,16 @@ class Worker:
         lines = [ln for ln in re.split(r"\n(?:Current thread|Thread) 0x", text)[0].splitlines() if ln.strip()]
         return lines[-1][:300] if lines else ""
 
-    def run(self, case: Case) -> CaseRecord:
-        request = CaseRequest(case, self.config.timer, self.config.seed)
+    def send(self, message: Message) -> None:
         try:
-            self.proc.stdin.write(protocol.encode(request).encode())  # type: ignore[union-attr]
+            self.proc.stdin.write(protocol.encode(message).encode())  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
         except BrokenPipeError:
             self.proc.wait()
             raise WorkerDied(self.death_reason()) from None
+
+    def run(self, case: Case) -> CaseRecord:
+        self.send(CaseRequest(case, self.config.timer, self.config.seed))
         return protocol.expect(self.read(self.config.timeout), RecordReply).record
 
     def kill(self) -> None:
@@ -350,6 +367,20 @@ class Rounds(ABC):
         return records
 
 
+def environment_groups(cases: Sequence[Case]) -> list[list[Case]]:
+    """`cases` in their order, cut where the case changes: a run of one case in several environments
+    (Rounds.order puts them next to each other) is one group, any other case a group of its own."""
+    groups: list[list[Case]] = []
+    for c in cases:
+        last = groups[-1] if groups else None
+        if (last is not None and base_id(c.id, c.env) == base_id(last[0].id, last[0].env)
+                and c.env not in {x.env for x in last}):
+            last.append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
 class Runner(Rounds):
     """Rounds whose processes are worker processes of this machine, one per backend configuration
     at a time (WorkerPool), replaced where one dies."""
@@ -369,10 +400,14 @@ class Runner(Rounds):
 
     def measure(self, cases: list[Case], k: int) -> Iterator[CaseRecord]:
         self.pool.round = k
-        for case in cases:
+        for group in environment_groups(cases):
+            if len(group) > 1:  # one case in several environments: their processes take turns
+                for rec, wall in self.pool.run_group(group):
+                    yield replace(rec, wall_s=wall, machine=self.machine)
+                continue
             t0 = time.monotonic()
             # What measuring this process cost, worker start-up included where it had one.
-            yield replace(self.pool.run_one(case), wall_s=time.monotonic() - t0, machine=self.machine)
+            yield replace(self.pool.run_one(group[0]), wall_s=time.monotonic() - t0, machine=self.machine)
 
     def fresh(self) -> None:
         self.pool.close()
@@ -464,6 +499,63 @@ class WorkerPool:
             self.modes[worker_key(case)].add(case.mode)
 
     def run_one(self, case: Case) -> CaseRecord:
+        ready = self._ready(case)
+        if isinstance(ready, CaseRecord):
+            return ready
+        worker, startup_s = ready
+        try:
+            rec = worker.run(case)
+            return rec if startup_s is None else replace(rec, startup_s=startup_s)
+        except (WorkerTimeout, WorkerDied) as e:
+            return self._lost(case, e)
+
+    def run_group(self, cases: Sequence[Case], visit_s: float | None = None) -> list[tuple[CaseRecord, float]]:
+        """One process of each of `cases`, one case in several environments, whose sampling takes
+        turns of about `visit_s` seconds (default VISIT_S, or a quarter of the timer's `min_time`
+        if that is less, so each process takes four turns at least): A, B, A, B... (Timer's
+        `pause`), one worker running at a time. A slow spell of the host shorter than a process's
+        sampling then falls on turns of each, and the paired difference between them (stats.paired)
+        cancels it; run one after the other, two processes ~0.5 s apart shared a spell only part of
+        the time. Gives each case's record and the seconds its worker ran (its turns, not the
+        others'), in the order of `cases`.
+        """
+        visit_s = visit_s or min(VISIT_S, self.config.timer.min_time / 4)
+        records: dict[int, CaseRecord] = {}
+        spent = [0.0] * len(cases)
+        startups: dict[int, float | None] = {}
+        waiting: list[tuple[int, Worker]] = []
+
+        def turn(i: int, worker: Worker, message: Message) -> None:
+            t0 = time.monotonic()
+            try:
+                worker.send(message)
+                reply = worker.read(max(1.0, self.config.timeout - spent[i]))
+                if isinstance(reply, PausedReply):
+                    waiting.append((i, worker))
+                else:
+                    rec = protocol.expect(reply, RecordReply).record
+                    records[i] = rec if startups.get(i) is None else replace(rec, startup_s=startups[i])
+            except (WorkerTimeout, WorkerDied) as e:
+                records[i] = self._lost(cases[i], e)
+            spent[i] += time.monotonic() - t0
+
+        for i, case in enumerate(cases):
+            t0 = time.monotonic()
+            ready = self._ready(case)
+            spent[i] += time.monotonic() - t0
+            if isinstance(ready, CaseRecord):
+                records[i] = ready
+                continue
+            worker, startups[i] = ready
+            turn(i, worker, CaseRequest(case, self.config.timer, self.config.seed, visit_s))
+        while waiting:
+            i, worker = waiting.pop(0)
+            turn(i, worker, ResumeRequest())
+        return [(records[i], spent[i]) for i in range(len(cases))]
+
+    def _ready(self, case: Case) -> tuple[Worker, float | None] | CaseRecord:
+        """The worker for `case` and what starting it took (None: it was running), or the record that
+        says why there is none."""
         cls = backend_class(case.backend)
         key = worker_key(case)
         for ok, reason in (cls.installed(), cls.runs_on(case.device)):
@@ -472,22 +564,18 @@ class WorkerPool:
         if key in self.unavailable:
             return blank_record(case, "unavailable", self.unavailable[key])
         worker = self.workers.get(key)
-        startup_s = None  # the worker's start, where this case is its first
-        if worker is None:
-            t0 = time.monotonic()
-            started = self._start(key, case)
-            if isinstance(started, CaseRecord):
-                return started
-            worker, startup_s = started, time.monotonic() - t0
-        try:
-            rec = worker.run(case)
-            return rec if startup_s is None else replace(rec, startup_s=startup_s)
-        except WorkerTimeout:
-            self._drop(key)
+        if worker is not None:
+            return worker, None
+        t0 = time.monotonic()
+        started = self._start(key, case)
+        return started if isinstance(started, CaseRecord) else (started, time.monotonic() - t0)
+
+    def _lost(self, case: Case, e: WorkerTimeout | WorkerDied) -> CaseRecord:
+        """`case`'s record where its worker hung or died (the worker is replaced for the next case)."""
+        self._drop(worker_key(case))
+        if isinstance(e, WorkerTimeout):
             return blank_record(case, "timeout", f"no result within --timeout {self.config.timeout:g} s; worker killed")
-        except WorkerDied as e:
-            self._drop(key)
-            return blank_record(case, "crashed", str(e))
+        return blank_record(case, "crashed", str(e))
 
     def _start(self, key: WorkerKey, case: Case) -> Worker | CaseRecord:
         """A started worker for `key`, or the record of `case` that says why there is none: unavailable

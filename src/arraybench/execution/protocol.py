@@ -2,8 +2,10 @@
 
 Both sides import this module: the parent (parent.Worker) sends a CaseRequest per case on the
 child's stdin; the child (child.py) answers once with ReadyReply or UnavailableReply when its
-framework has loaded (or failed to), then with one RecordReply per request. One JSON object per
-line, tagged with its "type". Imports no framework: the child loads it before pinning its CPUs.
+framework has loaded (or failed to), then with one RecordReply per request. A request with a
+`visit_s` is measured in turns: the child answers PausedReply after each stretch of sampling and
+waits for a ResumeRequest before the next, until its RecordReply. One JSON object per line,
+tagged with its "type". Imports no framework: the child loads it before pinning its CPUs.
 """
 
 from __future__ import annotations
@@ -27,19 +29,49 @@ class ProtocolError(Exception):
 
 @dataclass(frozen=True)
 class CaseRequest:
-    """Parent to child: measure this case with this timer; inputs come from the run's seed."""
+    """Parent to child: measure this case with this timer; inputs come from the run's seed.
+    `visit_s`: sample in turns of about this many seconds, pausing between them (PausedReply)."""
 
     TYPE: ClassVar[str] = "request"
     case: Case
     timer: TimerConfig
     seed: int
+    visit_s: float | None = None
 
     def fields(self) -> dict[str, Any]:
-        return {"case": self.case.to_dict(), "timer": asdict(self.timer), "seed": self.seed}
+        return {"case": self.case.to_dict(), "timer": asdict(self.timer), "seed": self.seed, "visit_s": self.visit_s}
 
     @classmethod
     def of(cls, msg: dict[str, Any]) -> CaseRequest:
-        return cls(Case.from_dict(msg["case"]), TimerConfig(**msg["timer"]), msg["seed"])
+        return cls(Case.from_dict(msg["case"]), TimerConfig(**msg["timer"]), msg["seed"], msg.get("visit_s"))
+
+
+@dataclass(frozen=True)
+class ResumeRequest:
+    """Parent to child, after a PausedReply: take the next turn of sampling."""
+
+    TYPE: ClassVar[str] = "resume"
+
+    def fields(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def of(cls, msg: dict[str, Any]) -> ResumeRequest:
+        return cls()
+
+
+@dataclass(frozen=True)
+class PausedReply:
+    """Child to parent, in a request with `visit_s`: a turn of sampling ended; it waits for ResumeRequest."""
+
+    TYPE: ClassVar[str] = "paused"
+
+    def fields(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def of(cls, msg: dict[str, Any]) -> PausedReply:
+        return cls()
 
 
 @dataclass(frozen=True)
@@ -87,10 +119,12 @@ class RecordReply:
         return cls(CaseRecord.from_json(msg["record"]))
 
 
-Reply = ReadyReply | UnavailableReply | RecordReply
+Reply = ReadyReply | UnavailableReply | RecordReply | PausedReply
+Request = CaseRequest | ResumeRequest
 M = TypeVar("M", bound="Message")
-Message = CaseRequest | Reply
-MESSAGES: dict[str, type[Message]] = {m.TYPE: m for m in (CaseRequest, ReadyReply, UnavailableReply, RecordReply)}
+Message = Request | Reply
+MESSAGES: dict[str, type[Message]] = {m.TYPE: m for m in (CaseRequest, ResumeRequest, ReadyReply, UnavailableReply,
+                                                          RecordReply, PausedReply)}
 
 
 def encode(message: Message) -> str:
@@ -113,7 +147,7 @@ def decode_request(line: str | bytes) -> CaseRequest:
 
 def decode_reply(line: str | bytes) -> Reply:
     message = decode(line)
-    if isinstance(message, CaseRequest):
+    if isinstance(message, CaseRequest | ResumeRequest):
         raise ProtocolError("a child sent a request")
     return message
 

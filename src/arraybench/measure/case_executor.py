@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -161,8 +162,11 @@ class CaseExecutor:
         arrays = [entry.arrays[k] for k in sorted(entry.arrays)]
         return Expected(arrays[0] if len(arrays) == 1 else tuple(arrays), None, tol, entry.meta["method"], source)
 
-    def run(self, case: Case, config: TimerConfig, run_seed: int) -> CaseRecord:
-        """Measure `case`: its record, whatever happened (a failure is the case's result, never raised)."""
+    def run(self, case: Case, config: TimerConfig, run_seed: int, pause: Callable[[], None] | None = None,
+            visit_time: float = 0.05) -> CaseRecord:
+        """Measure `case`: its record, whatever happened (a failure is the case's result, never raised).
+        With `pause`, its sampling is cut into visits of `visit_time` seconds with `pause()` between
+        them (Timer), while another environment's process of the case takes its turn."""
         draft = Draft(blank_record(case, "error"))
         try:
             wl = resolve_workload(case.workload, case.source)
@@ -173,7 +177,7 @@ class CaseExecutor:
                 reason = wl.unsupported.get((case.backend, case.mode), f"no {case.mode} implementation")
                 return replace(draft.record, status="unsupported", error=reason)
             host, args, expected = self._prepare(wl, case, run_seed, draft)
-            timing = self._time(wl, builder, case, config, host, args, draft)
+            timing = self._time(wl, builder, case, config, host, args, draft, pause, visit_time)
             self._check(wl, case, timing, expected, draft)
         except Unavailable as e:
             return replace(draft.record, status="unsupported", error=str(e))
@@ -208,7 +212,7 @@ class CaseExecutor:
         return host, args, expected
 
     def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, host: tuple, args: tuple,
-              draft: Draft) -> Any:
+              draft: Draft, pause: Callable[[], None] | None = None, visit_time: float = 0.05) -> Any:
         """Build the callable and time it (with the GPU's cold figure and clocks); returns the Timer's result."""
         be = self.backend
         try:
@@ -226,8 +230,8 @@ class CaseExecutor:
             memory_before = measure_memory_reference()
             t0 = time.perf_counter()
             timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
-                           reference=measure_reference).run()
-            timer_s = time.perf_counter() - t0
+                           reference=measure_reference, pause=pause, visit_time=visit_time).run()
+            timer_s = time.perf_counter() - t0 - timing.paused_s  # the other process's turns are not ours
             memory_after = measure_memory_reference()
             draft.record = replace(
                 draft.record, timer_s=timer_s,
@@ -270,6 +274,7 @@ class CaseExecutor:
             stop=timing.stop,
             minor_faults_per_call=timing.minor_faults_per_call,
             warmup_calls=timing.warmup_calls,
+            visits=timing.visits,
             overhead_s=timing.overhead_s,
             latency_s=timing.latency_s,
             max_abs_err=check.max_abs_err,

@@ -63,6 +63,8 @@ class Timing:
     stop: str = "target"  # why sampling stopped: target, max_samples, max_time or budget
     minor_faults_per_call: float | None = None  # during the timed samples
     host_ref_s: tuple[float, ...] | None = None  # the host's reference kernel beside each sample (hostspeed.py)
+    visits: int | None = None  # with a `pause`: the stretches of sampling, paused between (`visit_time`)
+    paused_s: float = 0.0  # seconds spent in `pause`: another process's turn, not this one's
 
 
 class Timer:
@@ -78,6 +80,13 @@ class Timer:
     time per call, what CUDA events measure, unless launching costs more than the kernel runs.
     The synced cost of one call alone (launch, kernel, sync: what a caller that needs each result
     at once pays) is then measured as well and returned as `latency_s`.
+
+    `pause` with `visit_time`: sampling is cut into visits of about `visit_time` seconds, and
+    `pause()` is called between them (outside the timed region), while another process takes its
+    turn: two environments' processes of a case then alternate, A, B, A, B, so that a slow spell
+    of the host, shorter than a process's sampling, falls on both (execution.parent.WorkerPool's
+    `run_group`). After a pause one untimed block warms the caches again, the host reference is
+    read anew, and the time away counts towards no time limit.
     """
 
     def __init__(
@@ -90,9 +99,13 @@ class Timer:
         pipelined: bool = False,
         faults: FaultCounter = minor_faults,
         reference: Callable[[], float] | None = None,
+        pause: Callable[[], None] | None = None,
+        visit_time: float = 0.05,
     ) -> None:
         self.fn, self.args, self.sync = fn, args, sync
         self.reference = reference
+        self.pause, self.visit_time = pause, visit_time
+        self.visits, self.paused_s = (1 if pause is not None else None), 0.0
         self.config = config or TimerConfig()
         self.clock = clock
         self.faults = faults
@@ -183,7 +196,7 @@ class Timer:
                 gc.enable()
         latency = self.latency() if self.pipelined else None
         return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency,
-                      stop, faults_per_call, refs)
+                      stop, faults_per_call, refs, self.visits, self.paused_s)
 
     def _calibrate(self) -> tuple[int, float, int]:
         """Warm-up doubles as calibration: the loop count that makes a sample dwarf the overhead
@@ -211,15 +224,25 @@ class Timer:
         refs: list[float] = []
         faults0 = self.faults()
         before = reference() if reference is not None else 0.0
-        started = clock()
+        started = visit = clock()
+        away = 0.0  # paused, and warming up again after it: no sampling time
         while True:
+            if self.pause is not None and samples and clock() - visit >= self.visit_time:
+                t0 = clock()
+                self.pause()
+                self.paused_s += clock() - t0
+                self._block(loops)  # the other process's turn left the caches cold
+                before = reference() if reference is not None else 0.0
+                self.visits = (self.visits or 1) + 1
+                visit = clock()
+                away += visit - t0
             dt, out = self._block(loops)
             samples.append(dt / loops)
             if reference is not None:
                 after = reference()
                 refs.append(math.sqrt(before * after))
                 before = after
-            spent = clock() - started
+            spent = clock() - started - away
             if (len(samples) >= cfg.min_samples and spent >= cfg.min_time
                     and Measurement(tuple(samples), loops).half_width <= cfg.target_half_width):
                 stop = "target"

@@ -85,6 +85,9 @@ class ProcessRecord:
                                                  "drawn from (the same for each environment's worker of a "
                                                  "round); `null` under `--fixed-layout`")
     warmup_calls: int | None = described("calls", "calls made to warm up before sampling")
+    visits: int | None = described("count", "runs of several environments (`--env`): the stretches its sampling was "
+                                          "cut into, each environment's process of the case taking its turn "
+                                          "between them (A, B, A, B); `null`: one stretch")
     overhead_s: float | None = described("s", "the clock+sync cost of one sample, measured before timing")
     first_call_s: float | None = described("s", "its first call, timed alone")
     transfer_s: float | None = described("s", "its host→device copy of the inputs")
@@ -223,6 +226,8 @@ class CaseRecord(Mapping[str, Any]):
     layout: dict[str, Any] | None = described("", "where the process placed the inputs (offsets within a page) and "
                                                  "its heap and environment pads", scope=PROCESS)
     warmup_calls: int | None = described("calls", "calls made to warm up", scope=PROCESS)
+    visits: int | None = described("count", "`--env`: the turns its sampling took, alternating with the other "
+                                          "environments' processes of the case", scope=PROCESS)
     overhead_s: float | None = described("s", "clock+sync cost of one sample (a case: its processes' median)",
                                          merge=MEDIAN)
     # Where one process spent its time (on a case line: in `replicates`; `wall_s` summed).
