@@ -245,3 +245,22 @@ def test_ctrl_c_on_a_local_cluster_keeps_finished_cases_and_leaves_no_process(tm
     assert load_results(tmp_path).records  # the finished cases, in a valid file
     _, alive = psutil.wait_procs(family, timeout=10)
     assert not alive  # Dask workers and their arraybench worker processes are all gone
+
+
+def test_a_local_clusters_workers_keep_a_closed_connections_traceback_off_stderr():
+    import logging
+
+    from distributed.comm.core import CommClosedError
+
+    from arraybench.execution.dask_worker import closed_connections
+
+    def record(exc):
+        try:
+            raise exc
+        except Exception:
+            return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, "heartbeat failed", (),
+                                     sys.exc_info())
+
+    assert not closed_connections(record(CommClosedError("in <TCP (closed)>")))
+    assert closed_connections(record(ValueError("a real failure")))
+    assert closed_connections(logging.LogRecord("distributed", logging.WARNING, __file__, 1, "plain", (), None))

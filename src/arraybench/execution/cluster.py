@@ -228,7 +228,8 @@ class ClusterRunner(Rounds):
             plugin = f"arraybench-{uuid.uuid4().hex[:12]}"
             # A local cluster runs on this machine, whose peaks the header already holds.
             peaks_threads = None if self.target.local_workers else threads
-            client.register_plugin(CasePool(self.config, cpus, peaks_threads, runnable), name=plugin)
+            client.register_plugin(CasePool(self.config, cpus, peaks_threads, runnable,
+                                            local=self.target.local_workers is not None), name=plugin)
             self.client, self.plugin, self.pins, self.in_flight = client, plugin, pins, {}
             try:
                 yield refused
