@@ -15,7 +15,7 @@
 # worker processes, so the check fits the short calls a lent GPU allows; PROCESSES=3 gives the
 # intervals a plain `arraybench run` gives, at three times the cost.
 #
-# LIMIT (seconds, default 780) bounds the whole check, so that it fits a lent GPU's short lease: each
+# LIMIT (seconds, default 540) bounds the whole check, so that it fits one call of a lent GPU (600 s at most): each
 # step gets its share of it (the catalogue 40 %) and no more than is left, and a step cut short stops
 # as Ctrl-C stops a run (its finished cases kept, its report drawn from them, "cut" in the log), so
 # the steps after it still run. Measured on an H200 (16 cores, 2026-11-26): the float32 catalogue at
@@ -26,7 +26,7 @@ set -uo pipefail
 out=${1:-benchmark_results/gpu-check}
 py=${PYTHON:-python3}
 processes=${PROCESSES:-1}
-limit=${LIMIT:-780}
+limit=${LIMIT:-540}
 here=$(cd "$(dirname "$0")/.." && pwd)
 export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$out"
