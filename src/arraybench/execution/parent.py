@@ -43,7 +43,7 @@ from arraybench.execution.protocol import (
 )
 from arraybench.machine import device_survey
 from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
-from arraybench.measure.timing import TimerConfig
+from arraybench.measure.timing import VISIT_S, TimerConfig
 from arraybench.planning.case import Case, base_id
 from arraybench.planning.devices import kind_of
 from arraybench.results import ResultsWriter, measured
@@ -53,11 +53,6 @@ from arraybench.workloads import blank_record
 
 WorkerKey = tuple[str, int, str, str, str]  # backend, threads, dtype, device, environment
 STARTUP_TIMEOUT = 180.0
-# Seconds of one turn of a case's sampling where its environments' processes take turns
-# (WorkerPool.run_group): well under the host's slow spells on the 2-core VM (0.2-0.7 s), so that
-# a spell covers turns of both; long enough that the switch (a pipe's round trip and one untimed
-# block to warm the caches again) stays a few per cent of a turn.
-VISIT_S = 0.05
 
 
 def worker_key(case: Case) -> WorkerKey:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.case import Case
@@ -47,31 +47,29 @@ class CaseRequest:
 
 
 @dataclass(frozen=True)
-class ResumeRequest:
-    """Parent to child, after a PausedReply: take the next turn of sampling."""
-
-    TYPE: ClassVar[str] = "resume"
+class Signal:
+    """A message that carries nothing but its type."""
 
     def fields(self) -> dict[str, Any]:
         return {}
 
     @classmethod
-    def of(cls, msg: dict[str, Any]) -> ResumeRequest:
+    def of(cls, msg: dict[str, Any]) -> Self:
         return cls()
 
 
 @dataclass(frozen=True)
-class PausedReply:
+class ResumeRequest(Signal):
+    """Parent to child, after a PausedReply: take the next turn of sampling."""
+
+    TYPE: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True)
+class PausedReply(Signal):
     """Child to parent, in a request with `visit_s`: a turn of sampling ended; it waits for ResumeRequest."""
 
     TYPE: ClassVar[str] = "paused"
-
-    def fields(self) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def of(cls, msg: dict[str, Any]) -> PausedReply:
-        return cls()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from arraybench.machine import gpu
 from arraybench.measure.casecache import CaseCache, Entry
 from arraybench.measure.compilecache import entries, first_call_state, uses_compile_cache
 from arraybench.measure.hostspeed import measure_memory_reference, measure_reference
-from arraybench.measure.timing import Timer, TimerConfig
+from arraybench.measure.timing import VISIT_S, Timer, TimerConfig
 from arraybench.planning.case import Case, base_id
 from arraybench.results.record import CaseRecord, stats_fields
 from arraybench.workloads import blank_record, resolve_workload
@@ -163,7 +163,7 @@ class CaseExecutor:
         return Expected(arrays[0] if len(arrays) == 1 else tuple(arrays), None, tol, entry.meta["method"], source)
 
     def run(self, case: Case, config: TimerConfig, run_seed: int, pause: Callable[[], None] | None = None,
-            visit_time: float = 0.05) -> CaseRecord:
+            visit_time: float = VISIT_S) -> CaseRecord:
         """Measure `case`: its record, whatever happened (a failure is the case's result, never raised).
         With `pause`, its sampling is cut into visits of `visit_time` seconds with `pause()` between
         them (Timer), while another environment's process of the case takes its turn."""
@@ -212,7 +212,7 @@ class CaseExecutor:
         return host, args, expected
 
     def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, host: tuple, args: tuple,
-              draft: Draft, pause: Callable[[], None] | None = None, visit_time: float = 0.05) -> Any:
+              draft: Draft, pause: Callable[[], None] | None = None, visit_time: float = VISIT_S) -> Any:
         """Build the callable and time it (with the GPU's cold figure and clocks); returns the Timer's result."""
         be = self.backend
         try:

@@ -14,6 +14,11 @@ from arraybench.stats.measurement import Measurement
 
 Clock = Callable[[], float]
 FaultCounter = Callable[[], int]
+# Seconds of one turn of sampling where a Timer with a `pause` takes turns with another process
+# (execution.parent.WorkerPool.run_group): well under the host's slow spells on the 2-core VM
+# (0.2-0.7 s), so that a spell covers turns of both; long enough that the switch (a pipe's round
+# trip and one untimed block to warm the caches again) stays a few per cent of a turn.
+VISIT_S = 0.05
 
 
 def minor_faults() -> int:
@@ -100,12 +105,12 @@ class Timer:
         faults: FaultCounter = minor_faults,
         reference: Callable[[], float] | None = None,
         pause: Callable[[], None] | None = None,
-        visit_time: float = 0.05,
+        visit_time: float = VISIT_S,
     ) -> None:
         self.fn, self.args, self.sync = fn, args, sync
         self.reference = reference
         self.pause, self.visit_time = pause, visit_time
-        self.visits, self.paused_s = (1 if pause is not None else None), 0.0
+        self.pauses, self.paused_s = 0, 0.0
         self.config = config or TimerConfig()
         self.clock = clock
         self.faults = faults
@@ -196,7 +201,7 @@ class Timer:
                 gc.enable()
         latency = self.latency() if self.pipelined else None
         return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency,
-                      stop, faults_per_call, refs, self.visits, self.paused_s)
+                      stop, faults_per_call, refs, self.pauses + 1 if self.pause is not None else None, self.paused_s)
 
     def _calibrate(self) -> tuple[int, float, int]:
         """Warm-up doubles as calibration: the loop count that makes a sample dwarf the overhead
@@ -233,7 +238,7 @@ class Timer:
                 self.paused_s += clock() - t0
                 self._block(loops)  # the other process's turn left the caches cold
                 before = reference() if reference is not None else 0.0
-                self.visits = (self.visits or 1) + 1
+                self.pauses += 1
                 visit = clock()
                 away += visit - t0
             dt, out = self._block(loops)
