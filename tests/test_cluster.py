@@ -182,9 +182,10 @@ def run_killing_a_worker(out: Path, *extra: str, **scheduler_config) -> list[dic
                                   make_runner=functools.partial(cluster.ClusterRunner, target))
         killer.join()
     assert killed  # a worker did die mid-case
-    ids = [r["id"] for r in results.records]
-    assert len(ids) == len(set(ids)) == 4  # every case once: none lost, none twice
-    return results.records
+    # Every case once in the plan's rounds (its line after each further round repeats it), none lost.
+    ids = [r["id"] for r in results.records if r["n_processes"] == 2 or r["status"] != "ok"]
+    assert len(ids) == len(set(ids)) == 4 and len(results.latest()) == 4
+    return list(results.latest().values())
 
 
 @pytest.mark.parametrize("allowed_failures", [3, 0])

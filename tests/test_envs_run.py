@@ -10,7 +10,7 @@ import pytest
 from conftest import TINY, read_jsonl
 
 from arraybench.errors import UsageError
-from arraybench.execution.parent import RunConfig, Runner, WorkerEnv, WorkerPool, environment_groups, worker_env
+from arraybench.execution.parent import RunConfig, Runner, WorkerEnv, WorkerPool, turn_groups, worker_env
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.case import Case, base_id
 from arraybench.planning.plan import build_plan
@@ -216,11 +216,11 @@ def test_the_environments_processes_of_one_round_share_one_layout():
 def test_a_case_in_several_environments_is_one_group_of_the_order():
     cases = [Case("w", (("n", n),), "numpy", "eager", "float32", 1, env=e) for n in range(3) for e in ("a", "b")]
     order = Runner.order(cases, seed=0, round=1)
-    groups = environment_groups(order)
+    groups = turn_groups(order)
     assert [len(g) for g in groups] == [2, 2, 2] and [c for g in groups for c in g] == order
     assert all({c.env for c in g} == {"a", "b"} and len({c.params for c in g}) == 1 for g in groups)
-    one = [replace(c, env="") for c in cases[::2]]  # without --env: every case alone, as before
-    assert environment_groups(one) == [[c] for c in one]
+    one = [replace(c, env="") for c in cases[::2]]  # one environment, one backend·mode: every case alone
+    assert turn_groups(one) == [[c] for c in one]
 
 
 def test_the_processes_of_a_group_take_turns_in_their_own_workers(tmp_path):

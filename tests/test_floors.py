@@ -78,6 +78,12 @@ class StubWorker:
     def kill(self) -> None:
         pass
 
+    def freeze(self) -> None:
+        pass
+
+    def thaw(self) -> None:
+        pass
+
 
 def test_an_eager_only_worker_measures_no_jit_floor(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(StubWorker, "started", [])

@@ -134,3 +134,18 @@ print(t, hostspeed.this_worker_memory_reference().buffer_bytes, grew * 1024)
     assert 0 < seconds < 1
     assert each == 16 * MiB
     assert grew <= 2 * each + 8 * MiB
+
+
+def test_a_threads_wait_counts_where_it_was_another_process_s_timeslice_not_its_own_threads_handoffs():
+    from arraybench.measure.hostspeed import LONG_WAIT_S, Threads, ThreadWaits, thread_waits
+
+    at = Threads(10.0, 1.0, 100)
+    # 2 ms later: 1.4 ms waited in one wait of 4 ms-slice kind (a neighbour held the core)...
+    assert ThreadWaits.crowded(at, Threads(10.002, 1.0014, 101)) == pytest.approx(0.7)
+    # ...where 0.4 ms waited over 200 runs is a framework's threads handing work to each other.
+    assert ThreadWaits.crowded(at, Threads(10.002, 1.0004, 300)) == 0.0
+    assert ThreadWaits.crowded(at, Threads(10.002, 1.0 + 3 * LONG_WAIT_S, 103)) == pytest.approx(0.75)
+    waits = thread_waits()  # this process, on Linux with schedstat: the readings only grow
+    if waits is not None:
+        a, b = waits(), waits()
+        assert b.wall >= a.wall and b.waited >= a.waited and b.runs >= a.runs

@@ -131,3 +131,25 @@ def test_the_stop_rule_reads_each_case_with_the_runs_spread_as_compare_does(tmp_
     asked = questions(list(load_results(path).latest().values()), ["old", "new"])
     dfs = [e.df for found in asked.values() for _, e in found]
     assert len(dfs) == 20 and min(dfs) > 5
+
+
+def test_the_planned_rounds_go_to_open_places_and_a_case_far_behind_stops_at_its_first_look(tmp_path, fake_clock):
+    """One size, three rivals: numpy fastest, torch 2 % behind it (open), jax 30× behind (placed at
+    once); and a lone case with no rival. With no budget, the planned third round goes to the open
+    pair and the lone case, not to jax; beyond the plan, nothing."""
+    rivals = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 1) for b in ("numpy", "torch", "jax")]
+    lone = Case("elementwise_add", (("n", 5000),), "numpy", "eager", "float32", 1)
+    plan = [*rivals, lone]
+    true = {rivals[0].id: 1e-3, rivals[1].id: 1.02e-3, rivals[2].id: 3e-2, lone.id: 2e-3}
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, {**HEADER, "environments": None})
+    runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01))
+    runner.run(plan)
+    stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
+    writer.close()
+    latest = load_results(path).latest()
+    assert stopped[rivals[2].id] == "decided" and latest[rivals[2].id].n_processes == 2
+    assert latest[rivals[0].id].n_processes == latest[rivals[1].id].n_processes == 3
+    assert latest[lone.id].n_processes == 3 and lone.id not in stopped  # nothing asked of it: the plan's rounds
+    assert runner.calls[1][0] == 3 and rivals[2].id not in runner.calls[1][1]
+    assert {stopped[rivals[0].id], stopped[rivals[1].id]} == {"budget"}

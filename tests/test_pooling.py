@@ -150,7 +150,7 @@ def test_a_run_reads_with_intervals_pooled_over_its_cases_and_its_host_speed(tmp
     from arraybench.execution.parent import merge_processes
     from arraybench.planning.case import Case
     from arraybench.report.model import ReportData, analysis_rows
-    from arraybench.results import ResultsWriter, load_results, measured
+    from arraybench.results import ResultsWriter, load_results
     from arraybench.workloads import blank_record
 
     rng = random.Random(11)
@@ -173,9 +173,10 @@ def test_a_run_reads_with_intervals_pooled_over_its_cases_and_its_host_speed(tmp
     assert res.prior.cases == 12 and res.prior.df > 0
     assert res.full_speed_s == 1e-5
     for before, after in zip(written, res.records, strict=True):
-        assert after.samples_s == before.samples_s and after.median_s == before.median_s
-        assert after.ci95_s == measured(after, res.prior).ci95
-        assert measured(after, res.prior).df > 2
+        # The file's samples, read with the samples of a 1.8× reference (half of them) set aside.
+        assert after.samples_s == before.samples_s and after.median_s == res.reading.measured(after).point
+        assert after.ci95_s == res.reading.measured(after).ci95
+        assert res.reading.measured(after).df > 2
     widths = [(b.ci95_s[1] / b.ci95_s[0], a.ci95_s[1] / a.ci95_s[0]) for b, a in zip(written, res.records, strict=True)]
     assert sum(a < b for b, a in widths) >= 9  # most cases' intervals narrow; a quiet one may widen
     [header] = ReportData.from_results([res]).headers.values()

@@ -61,7 +61,10 @@ def test_the_level_is_the_one_benjamini_hochberg_would_have_asked_of_one_more_ca
     (0.07, "no change larger than 7 % (80 % power)"),
     (0.0731, "no change larger than 7.3 % (80 % power)"),
     (0.1234, "no change larger than 12 % (80 % power)"),
-    (2.5, "no change larger than 250 % (80 % power)"),
+    (0.994, "no change larger than 99 % (80 % power)"),
+    (1.0, "no change larger than ×2 (80 % power)"),  # past 100 %, a factor: issue 41's "701 %" reads ×8
+    (2.5, "no change larger than ×3.5 (80 % power)"),
+    (7.01, "no change larger than ×8 (80 % power)"),
     (12.0, "no change larger than ×13 (80 % power)"),
     (math.inf, "it could have missed a change of any size (80 % power)"),
 ])

@@ -15,7 +15,7 @@ from arraybench.execution.protocol import (
     RecordReply,
     UnavailableReply,
 )
-from arraybench.measure.timing import TimerConfig
+from arraybench.measure.timing import TimerConfig, Turn
 from arraybench.planning.case import Case
 from arraybench.workloads import blank_record
 
@@ -65,9 +65,10 @@ def test_the_child_module_imports_no_framework_before_it_pins_its_cpus():
     assert out.strip() == "[]"
 
 
-def test_turns_are_two_more_messages_and_a_request_may_ask_for_them():
+def test_turns_are_three_more_messages_and_a_request_may_ask_for_them():
     request = CaseRequest(CASE, TimerConfig(), 7, visit_s=0.05)
-    for message in (request, protocol.ResumeRequest(), protocol.PausedReply()):
+    for message in (request, protocol.ResumeRequest(), protocol.FinishRequest(), protocol.PausedReply(),
+                    protocol.PausedReply(True, 1.5e-6)):
         assert protocol.decode(protocol.encode(message)) == message
     old = protocol.encode(CaseRequest(CASE, TimerConfig(), 7)).replace(', "visit_s": null', "")
     assert protocol.decode(old) == CaseRequest(CASE, TimerConfig(), 7)  # a request without it: one stretch
@@ -75,17 +76,20 @@ def test_turns_are_two_more_messages_and_a_request_may_ask_for_them():
         protocol.decode_reply(protocol.encode(protocol.ResumeRequest()))
 
 
-def test_the_child_pauses_between_turns_until_the_parent_resumes_it(monkeypatch):
+def test_the_child_pauses_between_turns_until_the_parent_resumes_or_finishes_it(monkeypatch):
+    heard = []
+
     class Executor:
         def run(self, case, timer, seed, pause=None, visit_time=None):
             assert visit_time == 0.05
-            pause()
-            pause()
+            heard.append(pause(Turn(False, None)))
+            heard.append(pause(Turn(True, 2e-6)))
             return blank_record(case, "ok")
 
     sent = []
     lines = protocol.encode(CaseRequest(CASE, TimerConfig(), 5, visit_s=0.05)) + protocol.encode(
-        protocol.ResumeRequest()) * 2
+        protocol.ResumeRequest()) + protocol.encode(protocol.FinishRequest())
     monkeypatch.setattr(sys, "stdin", io.StringIO(lines))
     child.serve(Executor(), {}, None, sent.append)  # type: ignore[arg-type]
     assert [type(r) for r in sent] == [protocol.PausedReply, protocol.PausedReply, RecordReply]
+    assert sent[1] == protocol.PausedReply(True, 2e-6) and heard == [True, False]

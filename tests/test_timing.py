@@ -5,7 +5,7 @@ Costs are powers of two so the fake clock's sums are exact in floating point.
 
 import pytest
 
-from arraybench.measure.timing import Timer, TimerConfig
+from arraybench.measure.timing import Timer, TimerConfig, Turn
 
 
 def make_fn(clock, costs):
@@ -256,21 +256,52 @@ def test_unpipelined_calls_drop_each_output_as_soon_as_it_returns(fake_clock, sy
 
 def test_with_a_pause_sampling_takes_turns_and_the_time_away_counts_for_no_limit(fake_clock):
     fn, calls = make_fn(fake_clock, [2**-7])
-    paused_at = []
+    turns = []
 
-    def pause():  # another process's turn: a quarter second of someone else's work
-        paused_at.append(len(calls))
+    def pause(turn):  # a rival's turn: a quarter second of someone else's work; stop once done
+        turns.append((len(calls), turn))
         fake_clock.advance(2**-2)
+        return not turn.done
 
     cfg = TimerConfig(warmup_time=0.0, min_warmup_calls=1, min_sample_time=2**-10, overhead_factor=0,
                       min_time=2**-3, min_samples=4, target_half_width=1.0, max_time=1.0)
     t = Timer(fn, (), config=cfg, clock=fake_clock, pause=pause, visit_time=2**-5).run()
-    # 1/8 s of sampling in turns of 1/32 s: four turns, three pauses, never after the last sample.
-    assert t.visits == 4 and len(paused_at) == 3 and t.paused_s == 3 * 2**-2
+    # A pause before the first sample (nothing to say yet), then 1/8 s of sampling in turns of 1/32 s:
+    # four turns, and the pause after the last one says stop.
+    assert [turn for _, turn in turns[:1]] == [Turn(False, None)]
+    assert t.visits == 4 and len(turns) == 5 and t.paused_s == 5 * 2**-2
+    assert [turn.done for _, turn in turns] == [False, False, False, False, True]
+    assert turns[-1][1].median_s == 2**-7 and t.stop == "target"
     assert t.measurement.n == 16  # the time away and the untimed block after each pause are no sampling time
-    # Each pause falls between samples, and one untimed call warms up again after it.
-    assert len(calls) == 1 + 1 + 16 + 3
+    # Each pause falls between samples, and one untimed call warms up again after each of the four.
+    assert len(calls) == 1 + 1 + 16 + 4
     assert set(t.measurement.samples) == {2**-7}
+
+
+def test_a_process_taking_turns_samples_on_until_the_group_lets_it_stop(fake_clock):
+    """Its own rule is met after a quarter second; the group holds it for three more turns (a close
+    rival still samples), and it samples through them: the same stretch of time as its rival."""
+    fn, _ = make_fn(fake_clock, [2**-7])
+    said = []
+
+    def pause(turn):
+        said.append(turn.done)
+        return said.count(True) < 4
+
+    cfg = TimerConfig(warmup_time=0.0, min_warmup_calls=1, min_sample_time=2**-10, overhead_factor=0,
+                      min_time=2**-3, min_samples=4, target_half_width=1.0, max_time=1.0)
+    t = Timer(fn, (), config=cfg, clock=fake_clock, pause=pause, visit_time=2**-5).run()
+    assert said == [False] * 4 + [True] * 4 and t.visits == 7 and t.measurement.n == 28
+    assert t.stop == "target"  # its own reason: met, then held
+
+
+def test_a_call_longer_than_a_turn_is_not_run_again_to_warm_up_after_a_pause(fake_clock):
+    fn, calls = make_fn(fake_clock, [2**-3])  # one call outlasts a turn of 1/32 s
+    cfg = TimerConfig(warmup_time=0.0, min_warmup_calls=1, min_sample_time=2**-10, overhead_factor=0,
+                      min_time=0.0, min_samples=3, target_half_width=1.0, max_time=10.0)
+    t = Timer(fn, (), config=cfg, clock=fake_clock, pause=lambda turn: not turn.done, visit_time=2**-5).run()
+    # first call, warm-up, the untimed block before the first turn (caches), then a sample a turn
+    assert t.measurement.n == 3 and t.visits == 3 and len(calls) == 1 + 1 + 1 + 3
 
 
 def test_without_a_pause_there_is_one_stretch_of_sampling(fake_clock):

@@ -90,7 +90,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--min-samples", type=positive_int, help="samples in each process of a case at least "
                                                               f"({sampling_default('min_samples')})")
     run.add_argument("--processes", type=positive_int, help="fresh worker processes each case is measured in "
-                                                            f"({sampling_default('processes')})")
+                                                            f"({sampling_default('processes')}); a case placed by "
+                                                            "its first two (far behind the fastest at its size) "
+                                                            "stops there, an open one goes on within --budget")
     run.add_argument("--refine", type=int, metavar="ROUNDS",
                      help="rounds of measuring more sizes where the fastest backend·mode changes between "
                           f"planned sizes, until each such crossover is bracketed ≤2× (default {REFINE_ROUNDS}; "
@@ -115,9 +117,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--env-var", action="append", metavar="NAME:VAR=VALUE", dest="env_vars",
                      help="set VAR for environment NAME's workers only (repeat it)")
     run.add_argument("--budget", type=float, metavar="SECONDS",
-                     help="seconds of further rounds for the cases still undecided after the planned processes "
-                          "(between --env environments, or which backend·mode is fastest at a size); default: "
-                          "three times the planned rounds' time with several --env, none with one")
+                     help="seconds of rounds beyond --processes for the cases still undecided (which "
+                          "backend·mode is fastest at a size, or between --env environments); default: 0.6 times "
+                          "the first two rounds' time, 4.5 times with several --env")
     run.add_argument("--cache-limit", type=memory_size,
                      help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
                           "until it completes (default 2G)")

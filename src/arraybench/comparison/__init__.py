@@ -16,6 +16,7 @@ from arraybench.machine import environment
 from arraybench.output import formats
 from arraybench.planning.case import label
 from arraybench.results import Planned, Results, measured
+from arraybench.results.reading import Reading, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.stats import power
@@ -168,7 +169,7 @@ def earlier_measurements(base: Results, new: Results, history: Sequence[Results]
             continue
         rid = run_id(res.header)
         for rec in res.latest().values():
-            m = measured(rec) if rec.status == "ok" else None
+            m = res.reading.measured(rec) if rec.status == "ok" else None
             if m is not None and m.processes > 1:
                 out[rec.id][rid] = m
     return dict(out)
@@ -344,14 +345,12 @@ def compare_paired(base: Replicated, new: Replicated, rounds: tuple[Sequence[int
                             (base.processes, new.processes), note=note)
 
 
-def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]]) -> VariancePrior:
-    """What the compared cases of two environments say about the variance of one round's difference."""
-    diffs = []
-    for base, new in pairs:
-        b, n = measured(base), measured(new)
-        if base.status == new.status == "ok" and b is not None and n is not None:
-            diffs.append(all_differences(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new))))
-    return paired_prior(diffs)
+def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]], reading: Reading | None = None) -> VariancePrior:
+    """What the compared cases of two environments say about the variance of one round's difference
+    (each process read as `reading`, the run's, reads it: its spells set aside)."""
+    reading = reading or Reading()
+    return paired_prior(all_differences(reading.rounds(base), reading.rounds(new)) for base, new in pairs
+                        if base.status == new.status == "ok" and base.samples_s and new.samples_s)
 
 
 def environment_side(res: Results, env: str) -> Results:
@@ -400,14 +399,6 @@ def row_label(r: CaseRecord) -> str:
     return label(r, device=r.device != "cpu")
 
 
-def rounds_of(r: CaseRecord) -> list[int]:
-    """The round each of a case's processes ran in, in order (their position, for a record written
-    before processes recorded it)."""
-    if not r.replicates:
-        return [r.round if r.round is not None else 0]
-    return [p.round if p.round is not None else i for i, p in enumerate(r.replicates)]
-
-
 def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
                   runs: tuple[Results, Results] | None = None, spread: RunSpread | None = None,
                   paired: VariancePrior | None = None) -> CaseComparison:
@@ -420,12 +411,14 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
     if base.status == "ok" and new.status == "ok":
         if runs is None:
             b, n = measured(base), measured(new)
-        else:
-            b, n = measured(base, runs[0].prior), measured(new, runs[1].prior)
+            rounds = (process_rounds(base), process_rounds(new))
+        else:  # as each run reads its records: spells set aside, with its prior
+            b, n = runs[0].reading.measured(base), runs[1].reading.measured(new)
+            rounds = ([p.round for p in runs[0].reading.kept(base)], [p.round for p in runs[1].reading.kept(new)])
         if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
         result = (compare_samples(b, n, threshold, spread) if paired is None else
-                  compare_paired(b, n, (rounds_of(base), rounds_of(new)), threshold, paired))
+                  compare_paired(b, n, rounds, threshold, paired))
         return CaseComparison(label, row, base, new, result, result.verdict, "")
     if base.status == "ok" and new.status in FAILED:
         return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new.status}: {new.error}")
@@ -542,7 +535,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     earlier = {b[k].id: earlier[b[k].id] for k in both if len(earlier.get(b[k].id, {})) >= MIN_EARLIER_RUNS}
     spread = run_spread(earlier)
     usable = spread if spread is not None and spread.df >= MIN_SPREAD_DF else None
-    prior = paired_prior_of([(b[k], n[k]) for k in both]) if paired else None
+    prior = paired_prior_of([(b[k], n[k]) for k in both], base.reading) if paired else None
     cases = [compare_cases(b[k], n[k], threshold, (base, new), usable if b[k].id in earlier else None, prior)
              for k in both]
     tested = [c for c in cases if c.result is not None]

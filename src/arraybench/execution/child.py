@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from arraybench.execution import protocol
 from arraybench.execution.protocol import (
     LAYOUT_PAD_VAR,
+    FinishRequest,
     PausedReply,
     ReadyReply,
     RecordReply,
@@ -34,6 +35,7 @@ from arraybench.execution.protocol import (
 )
 from arraybench.measure.compilecache import backend_dir, compile_cache_env, compile_dir
 from arraybench.measure.limits import apply_memory_limit
+from arraybench.measure.timing import Turn
 from arraybench.units import format_size
 
 if TYPE_CHECKING:  # imported at run time only after set_up: it imports NumPy
@@ -219,12 +221,16 @@ def main(argv: list[str] | None = None) -> int:
 def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None,
           send: Callable[[Reply], None]) -> None:
     """Answer each case request on stdin with its record, until stdin closes."""
-    def pause() -> None:  # a turn ended: the parent lets another environment's process take one
-        send(PausedReply())
+    def pause(turn: Turn) -> bool:  # a turn ended: the parent lets another environment's process take one
+        send(PausedReply(turn.done, turn.median_s))
         line = sys.stdin.readline()
         if not line:
             raise SystemExit(0)  # the parent is gone
-        protocol.expect(protocol.decode(line), ResumeRequest)
+        message = protocol.decode(line)
+        if isinstance(message, FinishRequest):
+            return False
+        protocol.expect(message, ResumeRequest)
+        return True
 
     for line in sys.stdin:
         request = protocol.decode_request(line)

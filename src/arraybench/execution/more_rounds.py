@@ -1,14 +1,18 @@
 """In the arraybench process: more rounds for the cases whose question is still open, within a budget.
 
-After the planned rounds (and refinement), a case is open where its verdict is undecided: between
-the environments of a run (`--env`: the paired ratio of its processes, round by round), or, at one
-size, between the fastest backend·mode and another one (their unpaired ratio). Each open case gets
-one more process a round, in the same shuffled rounds as the rest, until the stop rule
+After the first rounds every case gets (two: parent.Rounds), a case is open where a question it takes
+part in is undecided: between the environments of a run (`--env`: the paired ratio of its processes,
+round by round), or at one size, between the fastest backend·mode and another one, or between two
+others at least LOPSIDED× apart by their medians (their paired ratio, as the report's every claim
+reads it: bracket.side). Each open case gets one more process a round, in the same shuffled rounds as
+the rest (taking turns with the other open rivals of its size), until the stop rule
 (stats/sequential.py: a bounded number of looks, each at α over the looks) calls it decided, the
-rounds reach their maximum, or the budget of seconds (`--budget`) runs out. Decided cases stop at
-once. A case's environments take their rounds together, and a budget too small for every open
-case is spent first on those nearest a decision. Every case looked at ends with a line whose
-`stopped` says why its rounds ended.
+rounds reach their maximum, or the budget of seconds (`--budget`) runs out. The rounds up to the
+plan's (`--processes`) cost no budget: a case whose every question is decided sooner stops sooner (a
+call 30× behind the fastest at its size needs no third process), and every other case gets them.
+Decided cases stop at once. A case's environments take their rounds together, and a budget too small
+for every open case is spent first on those nearest a decision. Every case looked at ends with a line
+whose `stopped` says why its rounds ended.
 """
 
 from __future__ import annotations
@@ -17,45 +21,60 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import combinations
 from pathlib import Path
 from typing import Protocol
 
-from arraybench.comparison import compare_samples, paired_prior_of, rounds_of
-from arraybench.planning.case import Case, base_id
-from arraybench.results import Results, ResultsWriter, load_results, measured
+from arraybench.comparison import compare_samples, paired_prior_of
+from arraybench.planning.case import Case, base_id, rivals
+from arraybench.results import Results, ResultsWriter, load_results
+from arraybench.results.reading import Reading
 from arraybench.results.record import CaseRecord
-from arraybench.stats.paired import by_round, paired_log_ratio
+from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
 from arraybench.stats.student import LogRatio
 
-# At most this many times the planned rounds (3 → 12, looked at after 3, 5, 8 and 12: the stop
+# At most this many times the planned rounds (3 → 12, looked at after 2, 3, 5, 8 and 12: the stop
 # rule's schedule): past it a case stays open and says so.
 MAX_ROUNDS_FACTOR = 4
 # A difference smaller than this is "the same" for the stop rule (compare's default threshold).
 THRESHOLD = 0.05
+# Two rivals of one size, neither of them the fastest, this far apart by their medians are a question
+# too: a table that shows one 2× the other had better say which is faster.
+LOPSIDED = 2.0
 
 
-def estimate(base: CaseRecord, new: CaseRecord, paired: bool, prior: VariancePrior = NO_PRIOR) -> LogRatio | None:
-    """log(new/base) with its error: paired by round for two environments of a case (its variance
-    moderated toward `prior`, as compare does), else unpaired."""
-    b, n = measured(base), measured(new)
+def estimate(base: CaseRecord, new: CaseRecord, reading: Reading, prior: VariancePrior | None = None
+             ) -> LogRatio | None:
+    """log(new/base) with its error: paired by round where both were measured in the same rounds (with
+    `prior`, else the reading's pairing of rivals), else unpaired (their processes, spells set aside)."""
+    b, n = reading.measured(base), reading.measured(new)
     if b is None or n is None:
         return None
-    if paired:
-        found = paired_log_ratio(by_round(b.medians, rounds_of(base)), by_round(n.medians, rounds_of(new)), prior)
-        if found is not None:
-            return found.estimate
+    pairs = prior if prior is not None else (reading.pairing.prior if reading.pairing is not None else NO_PRIOR)
+    found = paired_log_ratio(reading.rounds(base), reading.rounds(new), pairs)
+    if found is not None:
+        return found.estimate
     result = compare_samples(b, n)
     return LogRatio(math.log(result.ratio), result.log_se, result.df)
 
 
-def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = ()) -> dict[str, list[tuple[str, LogRatio]]]:
+def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = (),
+              reading: Reading | None = None) -> dict[str, list[tuple[str, LogRatio]]]:
     """Per case id, the open-or-not questions it takes part in, as (other case id, estimate): each
     environment against the run's first one (`env_order`: the run's environments as --env gave them,
-    as the report and compare take them), and at each size the fastest against each other one."""
+    as the report and compare take them), and at each size the fastest against each other one, and any
+    two others LOPSIDED× apart."""
+    reading = reading or Reading()
     ok = [r for r in records if r.status == "ok" and r.samples_s]
     out: dict[str, list[tuple[str, LogRatio]]] = defaultdict(list)
+
+    def ask(a: CaseRecord, b: CaseRecord, prior: VariancePrior | None = None) -> None:
+        if (e := estimate(a, b, reading, prior)) is not None:
+            out[a.id].append((b.id, e))
+            out[b.id].append((a.id, e))
+
     envs: dict[str, list[CaseRecord]] = defaultdict(list)
     rank = {env: i for i, env in enumerate(env_order)}
     for r in ok:
@@ -67,31 +86,28 @@ def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = ()) -> d
         pairs += [(first, other) for other in others]
     # The spread of the run's other cases, as compare RUN@A RUN@B reads it: without it a case of 3
     # rounds has 2 degrees of freedom, and the stop rule would go on where compare has decided.
-    prior = paired_prior_of(pairs)
+    prior = paired_prior_of(pairs, reading)
     for first, other in pairs:
-        if (e := estimate(first, other, paired=True, prior=prior)) is not None:
-            out[first.id].append((other.id, e))
-            out[other.id].append((first.id, e))
+        ask(first, other, prior)
     sizes: dict[tuple, list[CaseRecord]] = defaultdict(list)
     for r in ok:
-        sizes[(r.workload, tuple(sorted(r.params.items())), r.dtype, r.device, r.env, r.machine)].append(r)
-    for rivals in sizes.values():
-        if len(rivals) < 2:
-            continue
-        fastest = min(rivals, key=lambda r: r.median_s or math.inf)
-        for other in rivals:
-            if other is not fastest and (e := estimate(fastest, other, paired=False)) is not None:
-                out[fastest.id].append((other.id, e))
-                out[other.id].append((fastest.id, e))
+        sizes[(*rivals(r), r.env, r.machine)].append(r)
+    for here in sizes.values():
+        ranked = sorted(here, key=lambda r: r.median_s or math.inf)
+        for other in ranked[1:]:
+            ask(ranked[0], other)
+        for a, b in combinations(ranked[1:], 2):
+            if (b.median_s or 0) >= LOPSIDED * (a.median_s or math.inf):
+                ask(a, b)
     return out
 
 
-def together(asked: Mapping[str, object], latest: Mapping[str, CaseRecord]) -> list[list[str]]:
-    """The cases of `asked` that go on or stop together, in id order: every environment's variant of
-    one case, since their paired question reads only the rounds that both sides ran (a process
-    without its partner is left out: one more round of one side alone buys nothing), else each alone."""
+def together(cases: Sequence[str], latest: Mapping[str, CaseRecord]) -> list[list[str]]:
+    """The cases that go on or stop together, in id order: every environment's variant of one case,
+    since their paired question reads only the rounds that both sides ran (a process without its
+    partner is left out: one more round of one side alone buys nothing), else each alone."""
     out: dict[str, list[str]] = defaultdict(list)
-    for cid in sorted(asked):
+    for cid in sorted(cases):
         out[base_id(cid, latest[cid].env)].append(cid)
     return list(out.values())
 
@@ -115,15 +131,18 @@ class Runs(Protocol):
 
 
 def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsWriter, budget_s: float,
-                clock: Callable[[], float] | None = None,
+                planned: int | None = None, clock: Callable[[], float] | None = None,
                 on_round: Callable[[int], None] = lambda n: None) -> dict[str, str]:
     """Run rounds for the open cases of `plan` until each is decided, at its maximum of rounds, or out of
-    budget; returns why each case looked at stopped (also written to the file as its `stopped`).
+    budget; returns why each case looked at stopped (also written to the file as its `stopped`). Up to
+    `planned` rounds (None: as many as the runner ran already) cost no budget: a case with no question
+    (no rival, no other environment) gets them all, one whose questions are decided sooner stops then.
     `on_round(n)` is told before each further round how many cases it measures (the progress bar)."""
     first = runner.processes
-    if first < 2 or budget_s <= 0:
+    planned = max(first, planned or first)
+    if first < 2 or (budget_s <= 0 and planned <= first):
         return {}
-    rule = StopRule(THRESHOLD, first_round=first, max_rounds=MAX_ROUNDS_FACTOR * first)
+    rule = StopRule(THRESHOLD, first_round=first, max_rounds=max(planned, MAX_ROUNDS_FACTOR * planned))
     budget = Budget(budget_s) if clock is None else Budget(budget_s, clock)
     by_id = {c.id: c for c in plan}
     stopped: dict[str, str] = {}
@@ -131,14 +150,21 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     while True:
         res = load_results(path)  # once a round: what the last round added
         latest = res.latest()
-        asked = questions([r for r in latest.values() if r.id in by_id], list(res.header.get("environments") or {}))
-        # Per group not yet stopped: its cases, the estimates of their questions, what a round of it costs.
-        groups = [(g, [e for cid in g for _, e in asked[cid]], sum(next_round(latest[cid]) for cid in g))
-                  for g in together(asked, latest) if g[0] not in stopped]
+        ours = [r for r in latest.values() if r.id in by_id]
+        asked = questions(ours, list(res.header.get("environments") or {}), res.reading)
+        # Per group not yet stopped: its cases, the estimates of their questions, what a round of it
+        # costs (nothing within the planned rounds).
+        live = [r.id for r in ours if r.status == "ok" and r.samples_s and r.id not in stopped]
+        groups = [(g, [e for cid in g for _, e in asked.get(cid, [])],
+                   sum(next_round(latest[cid]) for cid in g) if rounds >= planned else 0.0)
+                  for g in together(live, latest)]
         # A budget too small for every open group goes first to those nearest a decision for their cost.
         groups.sort(key=lambda g: rule.rounds_to_decide(g[1], rounds) * g[2] if g[2] > 0 else 0.0)
         going = []
         for group, found, cost in groups:
+            if not found:  # nothing asked of it: the planned rounds, no more
+                going += [by_id[cid] for cid in group] if rounds < planned else []
+                continue
             step = rule.step(found, rounds, budget, cost)
             if step.go_on:
                 going += [by_id[cid] for cid in group]

@@ -33,6 +33,7 @@ from arraybench.execution import protocol
 from arraybench.execution.protocol import (
     LAYOUT_PAD_VAR,
     CaseRequest,
+    FinishRequest,
     Message,
     PausedReply,
     ReadyReply,
@@ -44,7 +45,7 @@ from arraybench.execution.protocol import (
 from arraybench.machine import device_survey
 from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import VISIT_S, TimerConfig
-from arraybench.planning.case import Case, base_id
+from arraybench.planning.case import Case, base_id, rivals
 from arraybench.planning.devices import kind_of
 from arraybench.results import ResultsWriter, measured
 from arraybench.results.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
@@ -182,6 +183,7 @@ class Worker:
         self._buf = b""
         self.info: dict[str, Any] | None = None
         self.unavailable: str | None = None
+        self.frozen = False
 
     def start(self) -> None:
         reply = self.read(STARTUP_TIMEOUT)
@@ -241,6 +243,31 @@ class Worker:
         self.send(CaseRequest(case, self.config.timer, self.config.seed))
         return protocol.expect(self.read(self.config.timeout), RecordReply).record
 
+    def freeze(self) -> None:
+        """Stop every thread of this worker (SIGSTOP to its process group) while another worker measures.
+
+        An idle framework's thread pool is not idle at once: OpenBLAS's threads spin for ~0.1 s after
+        each call (105 ms of a core after every burst of 2-thread matmuls, measured on the 2-core VM;
+        torch's OpenMP pool 7 ms, JAX's and TensorFlow's none), which takes a core from whatever the
+        next worker times, and more from a rival that takes its turn right after NumPy's than from
+        NumPy. Stopped, a worker takes nothing; the kernel still kills it with its parent (child.py's
+        PR_SET_PDEATHSIG), and SIGKILL ends it stopped or not."""
+        if not self.frozen and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGSTOP)
+                self.frozen = True
+            except ProcessLookupError:
+                pass
+
+    def thaw(self) -> None:
+        """Let a frozen worker run again (SIGCONT): before anything is sent to it."""
+        if self.frozen:
+            try:
+                os.killpg(self.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            self.frozen = False
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             try:
@@ -297,23 +324,30 @@ class Rounds(ABC):
         """Shuffled, so slow drift of the machine's speed spreads over all backends alike;
         a different order each round, so no case always follows the same one.
 
-        With several environments (`--env`), a case's processes in each environment run one after
-        the other, in a random order of environments each round, and these groups are shuffled. The
-        host's slow spells on the 2-core VM last 0.2-0.7 s (a 2-thread matmul dropping to its
-        1-thread speed, traced over 12 s in one process), shorter than a round: only processes
-        next to each other share one, and a paired difference (stats.paired) cancels it only then.
-        Whatever an environment's process gains from what ran just before it, it gains as often
-        in the other environment.
+        The rivals of one size (planning.case.rivals: every backend·mode, device and environment of
+        one workload at one parameter point) run one after the other, in a random order drawn each
+        round, and these groups are shuffled: a rival's process of round k is measured within seconds
+        of the others', where the host's state is most alike, and their paired difference
+        (stats.paired) reads it. Within them, a case's processes in each environment (`--env`) run
+        next to each other, in a random order of environments, and take turns (WorkerPool.run_group):
+        the host's slow spells on the 2-core VM last 0.2-0.7 s, shorter than a round, and only
+        processes measured together share one. Whatever a process gains from what ran just before it,
+        its rivals gain as often.
         """
         rng = random.Random(seed if round == 0 else f"{seed}/round {round}")
-        groups: dict[str, list[Case]] = defaultdict(list)  # without --env, one case a group
+        sizes: dict[tuple[Any, ...], dict[str, list[Case]]] = defaultdict(lambda: defaultdict(list))
         for c in sorted(cases, key=lambda c: c.id):
-            groups[base_id(c.id, c.env)].append(c)
-        keys = sorted(groups)
+            sizes[rivals(c)][base_id(c.id, c.env)].append(c)
+        keys = sorted(sizes, key=repr)
         rng.shuffle(keys)
+        out = []
         for k in keys:
-            rng.shuffle(groups[k])
-        return [c for k in keys for c in groups[k]]
+            groups = sorted(sizes[k])
+            rng.shuffle(groups)
+            for g in groups:
+                rng.shuffle(sizes[k][g])
+                out += sizes[k][g]
+        return out
 
     @abstractmethod
     def launched(self, cases: list[Case]) -> AbstractContextManager[list[CaseRecord]]:
@@ -333,6 +367,13 @@ class Rounds(ABC):
         finished: set[str] = set()
         records = []
 
+        def close(cid: str) -> None:  # the case line, over its processes
+            final = merge_processes(done[cid])
+            self.writer.append(final)
+            records.append(final)
+            self.on_record(final)
+            finished.add(cid)
+
         def record(rec: CaseRecord, k: int) -> None:
             rec = replace(rec, round=k)
             if self.processes > 1:  # with one, the case line follows at once
@@ -340,12 +381,11 @@ class Rounds(ABC):
             done[rec.id].append(rec)
             self.on_replicate(rec, k)
             if k == self.processes - 1 or rec.status not in ("ok", "wrong"):
-                final = merge_processes(done[rec.id])
-                self.writer.append(final)
-                records.append(final)
-                self.on_record(final)
-                finished.add(rec.id)
+                close(rec.id)
 
+        for c in cases:  # measured in as many processes already (a --resume of further rounds): its line
+            if done[c.id] and len(done[c.id]) >= self.processes:
+                close(c.id)
         with self.launched(cases) as refused:
             for rec in refused:
                 record(rec, 0)
@@ -362,9 +402,34 @@ class Rounds(ABC):
         return records
 
 
-def environment_groups(cases: Sequence[Case]) -> list[list[Case]]:
+# A process whose own stopping rule is met goes on taking turns while another of its group within this
+# factor of its median still samples: a spell that reached one of two such processes and not the
+# other could swap them, and from the same stretch of time it reaches both alike. Two further apart
+# than a spell's 1.4-1.8× cannot swap; each stops on its own.
+LOCKSTEP = 2.0
+
+
+def finished(mine: PausedReply, others: Sequence[PausedReply]) -> bool:
+    """Whether a process of a group that says `mine` stops now, while processes that said `others` go on:
+    when it is done and no rival within LOCKSTEP× of it (or of unknown time) still samples."""
+    def close(other: PausedReply) -> bool:
+        a, b = mine.median_s, other.median_s
+        return not a or not b or max(a, b) <= LOCKSTEP * min(a, b)
+
+    return mine.done and not any(not o.done and close(o) for o in others)
+
+
+def turn_groups(cases: Sequence[Case]) -> list[list[Case]]:
     """`cases` in their order, cut where the case changes: a run of one case in several environments
-    (Rounds.order puts them next to each other) is one group, any other case a group of its own."""
+    (Rounds.order puts them next to each other) is one group, whose processes take turns; any other
+    case a group of its own.
+
+    Only a case's environments take turns, not the rivals of a size: turns of 7.5 ms among the
+    rivals of `grad` at n = 10⁴ put JAX's jitted gradient, 5.0-5.3 µs a call in every process on its
+    own, at 14-27 µs in 5 of 8 processes on the 2-core VM (its dispatch slow for tens of ms after
+    each pause, with or without Worker.freeze, with turns of 20 or 50 ms too). Rivals therefore run
+    back to back, each in one stretch, and what the host did meanwhile is read from their samples
+    (stats/spells.py)."""
     groups: list[list[Case]] = []
     for c in cases:
         last = groups[-1] if groups else None
@@ -395,7 +460,7 @@ class Runner(Rounds):
 
     def measure(self, cases: list[Case], k: int) -> Iterator[CaseRecord]:
         self.pool.round = k
-        for group in environment_groups(cases):
+        for group in turn_groups(cases):
             if len(group) > 1:  # one case in several environments: their processes take turns
                 for rec, wall in self.pool.run_group(group):
                     yield replace(rec, wall_s=wall, machine=self.machine)
@@ -430,6 +495,8 @@ def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
         "samples_s": tuple(x for r in timed for x in r.samples_s),
         "host_ref_s": (tuple(x for r in timed for x in r.host_ref_s or ())
                        if all(r.host_ref_s for r in timed) else None),
+        "cpu_wait": (tuple(x for r in timed for x in r.cpu_wait or ())
+                     if all(r.cpu_wait is not None for r in timed) else None),
         "memory_ref_s": (tuple(x for r in timed for x in r.memory_ref_s or ())
                          if all(r.memory_ref_s for r in timed) else None),
         "replicates": tuple(ProcessRecord.of(r) for r in timed),
@@ -493,22 +560,34 @@ class WorkerPool:
         for case in cases:
             self.modes[worker_key(case)].add(case.mode)
 
+    def only(self, worker: Worker | None) -> None:
+        """Let `worker` run, every other worker of the pool frozen (None: all of them frozen): one
+        process measures at a time, and no other one's idle thread pool spins beside it (Worker.freeze)."""
+        for w in self.workers.values():
+            if w is not worker:
+                w.freeze()
+        if worker is not None:
+            worker.thaw()
+
     def run_one(self, case: Case) -> CaseRecord:
         ready = self._ready(case)
         if isinstance(ready, CaseRecord):
             return ready
         worker, startup_s = ready
         try:
+            self.only(worker)
             rec = worker.run(case)
             return rec if startup_s is None else replace(rec, startup_s=startup_s)
         except (WorkerTimeout, WorkerDied) as e:
             return self._lost(case, e)
 
     def run_group(self, cases: Sequence[Case], visit_s: float | None = None) -> list[tuple[CaseRecord, float]]:
-        """One process of each of `cases`, one case in several environments, whose sampling takes
-        turns of about `visit_s` seconds (default VISIT_S, or a quarter of the timer's `min_time`
-        if that is less, so each process takes four turns at least): A, B, A, B... (Timer's
-        `pause`), one worker running at a time. A slow spell of the host shorter than a process's
+        """One process of each of `cases`, one case in several environments (turn_groups), whose
+        sampling takes turns of about `visit_s` seconds (default VISIT_S, or a quarter of the timer's
+        `min_time` if that is less, so each process takes four turns at least): A, B, A, B...
+        (Timer's `pause`), one worker running at a time, the others frozen (`only`). Each stops when
+        its own rule is met and no process within LOCKSTEP× of it still samples (`finished`), so the
+        two sample over the same stretch of time. A slow spell of the host shorter than a process's
         sampling then falls on turns of each, and the paired difference between them (stats.paired)
         cancels it; run one after the other, two processes ~0.5 s apart shared a spell only part of
         the time. Gives each case's record and the seconds its worker ran (its turns, not the
@@ -519,13 +598,16 @@ class WorkerPool:
         spent = [0.0] * len(cases)
         startups: dict[int, float | None] = {}
         waiting: list[tuple[int, Worker]] = []
+        said: dict[int, PausedReply] = {}  # each sampling process's last word: done, its median so far
 
         def turn(i: int, worker: Worker, message: Message) -> None:
             t0 = time.monotonic()
             try:
+                self.only(worker)
                 worker.send(message)
                 reply = worker.read(max(1.0, self.config.timeout - spent[i]))
                 if isinstance(reply, PausedReply):
+                    said[i] = reply
                     waiting.append((i, worker))
                 else:
                     rec = protocol.expect(reply, RecordReply).record
@@ -545,7 +627,8 @@ class WorkerPool:
             turn(i, worker, CaseRequest(case, self.config.timer, self.config.seed, visit_s))
         while waiting:
             i, worker = waiting.pop(0)
-            turn(i, worker, ResumeRequest())
+            rivals_on = [said[j] for j, _ in waiting]
+            turn(i, worker, FinishRequest() if finished(said[i], rivals_on) else ResumeRequest())
         return [(records[i], spent[i]) for i in range(len(cases))]
 
     def _ready(self, case: Case) -> tuple[Worker, float | None] | CaseRecord:
@@ -577,6 +660,7 @@ class WorkerPool:
         for this configuration's every case, or crashed (the next case tries again)."""
         floors = sorted((self.modes[key] | {case.mode}) - self.floors_measured[key])
         layout = layout_seed(case, self.config.seed, self.round) if self.round is not None else None
+        self.only(None)  # a worker starts, and measures its floors, with the others frozen
         worker = Worker(case, self.config, floors=floors, layout=layout)
         # Registered before it starts, so a Ctrl-C during its imports still kills it.
         self.workers[key] = worker

@@ -3,8 +3,9 @@
 Both sides import this module: the parent (parent.Worker) sends a CaseRequest per case on the
 child's stdin; the child (child.py) answers once with ReadyReply or UnavailableReply when its
 framework has loaded (or failed to), then with one RecordReply per request. A request with a
-`visit_s` is measured in turns: the child answers PausedReply after each stretch of sampling and
-waits for a ResumeRequest before the next, until its RecordReply. One JSON object per line,
+`visit_s` is measured in turns: the child answers PausedReply before its first stretch of sampling
+and after each one, and waits for a ResumeRequest (sample on) or a FinishRequest (stop: its
+RecordReply follows). One JSON object per line,
 tagged with its "type". Imports no framework: the child loads it before pinning its CPUs.
 """
 
@@ -66,10 +67,28 @@ class ResumeRequest(Signal):
 
 
 @dataclass(frozen=True)
-class PausedReply(Signal):
-    """Child to parent, in a request with `visit_s`: a turn of sampling ended; it waits for ResumeRequest."""
+class FinishRequest(Signal):
+    """Parent to child, after a PausedReply: stop sampling and send the record."""
+
+    TYPE: ClassVar[str] = "finish"
+
+
+@dataclass(frozen=True)
+class PausedReply:
+    """Child to parent, in a request with `visit_s`: a turn of sampling ended (or is about to begin);
+    whether its own stopping rule is met (`done`) and its median so far. It waits for ResumeRequest or
+    FinishRequest."""
 
     TYPE: ClassVar[str] = "paused"
+    done: bool = False
+    median_s: float | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {"done": self.done, "median_s": self.median_s}
+
+    @classmethod
+    def of(cls, msg: dict[str, Any]) -> PausedReply:
+        return cls(bool(msg.get("done")), msg.get("median_s"))
 
 
 @dataclass(frozen=True)
@@ -118,11 +137,11 @@ class RecordReply:
 
 
 Reply = ReadyReply | UnavailableReply | RecordReply | PausedReply
-Request = CaseRequest | ResumeRequest
+Request = CaseRequest | ResumeRequest | FinishRequest
 M = TypeVar("M", bound="Message")
 Message = Request | Reply
-MESSAGES: dict[str, type[Message]] = {m.TYPE: m for m in (CaseRequest, ResumeRequest, ReadyReply, UnavailableReply,
-                                                          RecordReply, PausedReply)}
+MESSAGES: dict[str, type[Message]] = {m.TYPE: m for m in (CaseRequest, ResumeRequest, FinishRequest, ReadyReply,
+                                                          UnavailableReply, RecordReply, PausedReply)}
 
 
 def encode(message: Message) -> str:
@@ -145,7 +164,7 @@ def decode_request(line: str | bytes) -> CaseRequest:
 
 def decode_reply(line: str | bytes) -> Reply:
     message = decode(line)
-    if isinstance(message, CaseRequest | ResumeRequest):
+    if isinstance(message, CaseRequest | ResumeRequest | FinishRequest):
         raise ProtocolError("a child sent a request")
     return message
 

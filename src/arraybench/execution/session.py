@@ -143,10 +143,11 @@ def execute(
     partial = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
     options: RoundOptions = {"on_record": on_record, "partial": partial}
     if isinstance(progress, Progress):  # it counts each case's processes
-        progress.processes = settings.timer.processes
+        progress.processes = first_rounds(settings)
         progress.resumed(partial)
         options["on_replicate"] = progress.replicate
     runner = make_runner(writer, run_config(settings, out_dir, envs), **options)
+    runner.processes = first_rounds(settings)
     try:
         runner.run(todo)
         refine_crossovers(runner, plan, writer.path, progress, settings.refine)
@@ -160,28 +161,43 @@ def execute(
     return load_results(out_dir)
 
 
-# A run of several environments spends up to this share of its planned rounds' time on more rounds
-# for the cases they leave undecided (--budget sets the seconds themselves): at 3, an undecided case
-# of 3 planned rounds may reach more_rounds.MAX_ROUNDS_FACTOR × 3 = 12, where the trimmed paired
-# mean (stats.paired) reads a slow spell on either side as the spread it is. At 0.5 the planted 5 %
-# of benchmarks/planted.py ran out of budget at 4-5 rounds in 13 of 17 cases; at 1, at 6-7 in all
-# but the sorts, whose A/A rounds on the VM differ by 8-40 % between processes of a memory-bound add.
-ENV_BUDGET_SHARE = 3.0
+# Every case is measured in this many rounds (or --processes, if fewer) before its questions are first
+# looked at (more_rounds.py); the planned rounds up to --processes then go to the cases whose place is
+# still open, and more within the budget.
+FIRST_ROUNDS = 2
+# What a run spends at most on more rounds than planned for the questions its first rounds leave open
+# (--budget sets the seconds themselves), as a share of the first rounds' time. One environment: the
+# cases placed after their first two rounds (most of them: a call 30× behind the fastest at its size
+# is placed at once) no longer take the third that every case took, which pays for most of it.
+BUDGET_SHARE = 0.6
+# A run of several environments: at 4.5 (3 of the 3 planned rounds' time, as before the first look
+# moved to 2 rounds), an undecided case may reach more_rounds.MAX_ROUNDS_FACTOR × 3 = 12 rounds, where
+# the trimmed paired mean (stats.paired) reads a slow spell on either side as the spread it is. At a
+# quarter of that the planted 5 % of benchmarks/planted.py ran out of budget at 4-5 rounds in 13 of
+# 17 cases; at half, at 6-7 in all but the sorts, whose A/A rounds on the VM differ by 8-40 %
+# between processes of a memory-bound add.
+ENV_BUDGET_SHARE = 4.5
+
+
+def first_rounds(settings: RunSettings) -> int:
+    """The rounds every case is measured in before its questions are looked at."""
+    return min(FIRST_ROUNDS, settings.timer.processes)
 
 
 def measure_open_questions(runner: Runs, plan: list[Case], writer: ResultsWriter, progress: Any,
                            settings: RunSettings) -> dict[str, str]:
-    """More rounds for the plan's cases left undecided (more_rounds.py), within the run's budget."""
+    """The planned rounds and more for the plan's cases left undecided (more_rounds.py), within the
+    run's budget."""
     budget = settings.budget
     if budget is None:
         spent = sum(r.wall_s or 0.0 for r in load_results(writer.path).latest().values())
-        budget = ENV_BUDGET_SHARE * spent if settings.envs else 0.0
+        budget = (ENV_BUDGET_SHARE if settings.envs else BUDGET_SHARE) * spent
 
     def grow(n: int) -> None:
         if isinstance(progress, Progress):
             progress.more(n)
 
-    return more_rounds(runner, plan, writer.path, writer, budget, on_round=grow)
+    return more_rounds(runner, plan, writer.path, writer, budget, planned=settings.timer.processes, on_round=grow)
 
 
 def refine_crossovers(runner: Runs, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:
@@ -192,9 +208,10 @@ def refine_crossovers(runner: Runs, plan: list[Case], path: Path, progress: Any,
     """
     planned = {c.id for c in plan}
     for _ in range(rounds):
-        records = load_results(path).records
+        res = load_results(path)
+        records = res.records
         added = [Case.from_dict(dict(r)) for r in records if r.id not in planned]
-        new = refine.proposals(plan, added, records)
+        new = refine.proposals(plan, added, records, res.reading.point)
         if not new:
             return
         if isinstance(progress, Progress):

@@ -6,7 +6,6 @@ import dataclasses
 import hashlib
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,8 @@ from arraybench.errors import one_line
 from arraybench.machine import gpu
 from arraybench.measure.casecache import CaseCache, Entry
 from arraybench.measure.compilecache import entries, first_call_state, uses_compile_cache
-from arraybench.measure.hostspeed import measure_memory_reference, measure_reference
-from arraybench.measure.timing import VISIT_S, Timer, TimerConfig
+from arraybench.measure.hostspeed import measure_memory_reference, measure_reference, thread_waits
+from arraybench.measure.timing import VISIT_S, Pause, Timer, TimerConfig
 from arraybench.planning.case import Case, base_id
 from arraybench.results.record import CaseRecord, stats_fields
 from arraybench.workloads import blank_record, resolve_workload
@@ -99,6 +98,8 @@ class CaseExecutor:
         self.compile_cache = compile_cache
         self.l2_bytes = gpu.l2_bytes() if backend.pipelined else None
         self.clocks = gpu.ClockWatch() if backend.pipelined else None
+        # How long this worker's threads waited for a CPU, read beside every sample (hostspeed.ThreadWaits).
+        self.waits = thread_waits()
 
     def gpu_figures(self, fn: Any, args: tuple, host: tuple, timed_on_host: bool, median_s: float,
                     record: CaseRecord) -> CaseRecord:
@@ -162,11 +163,11 @@ class CaseExecutor:
         arrays = [entry.arrays[k] for k in sorted(entry.arrays)]
         return Expected(arrays[0] if len(arrays) == 1 else tuple(arrays), None, tol, entry.meta["method"], source)
 
-    def run(self, case: Case, config: TimerConfig, run_seed: int, pause: Callable[[], None] | None = None,
+    def run(self, case: Case, config: TimerConfig, run_seed: int, pause: Pause | None = None,
             visit_time: float = VISIT_S) -> CaseRecord:
         """Measure `case`: its record, whatever happened (a failure is the case's result, never raised).
-        With `pause`, its sampling is cut into visits of `visit_time` seconds with `pause()` between
-        them (Timer), while another environment's process of the case takes its turn."""
+        With `pause`, its sampling is cut into visits of `visit_time` seconds with `pause(turn)` before
+        and between them (Timer), while its other environments' processes take their turns."""
         draft = Draft(blank_record(case, "error"))
         try:
             wl = resolve_workload(case.workload, case.source)
@@ -212,7 +213,7 @@ class CaseExecutor:
         return host, args, expected
 
     def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, host: tuple, args: tuple,
-              draft: Draft, pause: Callable[[], None] | None = None, visit_time: float = VISIT_S) -> Any:
+              draft: Draft, pause: Pause | None = None, visit_time: float = VISIT_S) -> Any:
         """Build the callable and time it (with the GPU's cold figure and clocks); returns the Timer's result."""
         be = self.backend
         try:
@@ -230,7 +231,8 @@ class CaseExecutor:
             memory_before = measure_memory_reference()
             t0 = time.perf_counter()
             timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
-                           reference=measure_reference, pause=pause, visit_time=visit_time).run()
+                           reference=measure_reference, pause=pause, visit_time=visit_time,
+                           waits=self.waits).run()
             timer_s = time.perf_counter() - t0 - timing.paused_s  # the other process's turns are not ours
             memory_after = measure_memory_reference()
             draft.record = replace(
@@ -268,6 +270,7 @@ class CaseExecutor:
             first_call_s=timing.first_call_s,
             samples_s=tuple(m.samples),
             host_ref_s=timing.host_ref_s,
+            cpu_wait=timing.cpu_wait,
             bimodal=m.bimodal,
             loops=m.loops,
             half_width=m.half_width,

@@ -185,6 +185,92 @@ def measure_memory_reference(clock: Callable[[], float] = time.perf_counter,
         return None
 
 
+# A wait of a thread for a CPU this long on average (from its wakeup to its run) is another process's
+# timeslice: the scheduler runs a thread that wakes within microseconds where a core is free, so a
+# framework's own threads handing work to each other wait microseconds (JAX's: 5 µs at the 90th
+# percentile of 2 ms samples on the 2-core VM), and a thread behind a neighbour on its core waits
+# out the neighbour's slice (4 ms there).
+LONG_WAIT_S = 5e-4
+
+
+@dataclass(frozen=True)
+class Threads:
+    """A reading of this process's threads, summed over them since ThreadWaits began: the wall clock,
+    the time they were runnable but waited for a CPU (seconds), and how many times they were run."""
+
+    wall: float
+    waited: float
+    runs: int
+
+
+class ThreadWaits:
+    """This process's threads as the scheduler counts them (Linux: each thread's `schedstat`, its run
+    delay in ns and its count of runs), to tell how much of a sample another process took from them.
+
+    The reference kernel is one thread, and the kernel schedules it onto whichever core is free: a
+    neighbour busy on one of two cores leaves it at full speed while a 2-thread kernel loses half its
+    cores. Beside such a neighbour (a busy loop pinned to one CPU, in bursts) on the 2-core VM, a
+    2-thread 200² matmul ran 3.3× slower in 8-9 % of its 2 ms samples (NumPy 224 µs against 69 µs;
+    PyTorch alike) while the reference read 3.76 µs in them and 3.80 µs in the rest; the threads
+    waited for a CPU 69 % of those samples' time, 4 ms a wait, and not at all in the others. A
+    framework's own threads also wait on each other, briefly and often (JAX's, 0-20 % of a sample on
+    a quiet host), which is no neighbour: `crowded` counts a sample's wait only where its waits were
+    long (LONG_WAIT_S on average). On the VM that flagged 161 and 175 samples beside the neighbour,
+    every one of them slow, and missed 1 and 2 slow ones; JAX's quiet samples, none of 2 000.
+
+    Each thread's file is kept open and read again: a call took 7 µs in a NumPy or PyTorch worker (2
+    threads), 17 µs in TensorFlow's (7) and 31 µs in JAX's (17) on the 2-core VM, twice a sample of
+    2 ms or more, outside the timed region. A thread that ended drops out, and each counts only what
+    it waited between calls."""
+
+    def __init__(self) -> None:
+        self.fds: dict[str, int] = {}
+        self.last: dict[str, tuple[int, int]] = {}
+        self.waited = self.runs = 0
+
+    def __call__(self) -> Threads:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                fd = self.fds.get(tid)
+                if fd is None:
+                    fd = self.fds[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+                waited, runs = (int(x) for x in os.pread(fd, 128, 0).split()[1:3])
+            except (OSError, ValueError):
+                self.forget(tid)
+                continue
+            waited0, runs0 = self.last.get(tid, (waited, runs))
+            self.waited += max(0, waited - waited0)
+            self.runs += max(0, runs - runs0)
+            self.last[tid] = (waited, runs)
+        return Threads(time.monotonic(), self.waited / 1e9, self.runs)
+
+    @staticmethod
+    def crowded(before: Threads, after: Threads) -> float:
+        """The share of the time between two readings in which the threads waited for a CPU another
+        process held: their wait over the time, where their waits were long (LONG_WAIT_S); else 0."""
+        wall, waited, runs = after.wall - before.wall, after.waited - before.waited, after.runs - before.runs
+        if wall <= 0 or waited < LONG_WAIT_S * max(1, runs):
+            return 0.0
+        return waited / wall
+
+    def forget(self, tid: str) -> None:
+        fd = self.fds.pop(tid, None)
+        self.last.pop(tid, None)
+        if fd is not None:
+            os.close(fd)
+
+
+def thread_waits() -> ThreadWaits | None:
+    """This process's ThreadWaits, or None where the scheduler does not report run delays (not Linux,
+    or a kernel without schedstat)."""
+    try:
+        waits = ThreadWaits()
+        waits()
+    except OSError:
+        return None
+    return waits if waits.fds else None
+
+
 def nominal(refs: Sequence[float]) -> float | None:
     """The run's full-speed reference time: the NOMINAL_QUANTILE quantile of all its reference timings."""
     good = sorted(r for r in refs if r > 0 and math.isfinite(r))

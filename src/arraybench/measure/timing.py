@@ -8,12 +8,34 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from arraybench.stats.measurement import Measurement
 
 Clock = Callable[[], float]
 FaultCounter = Callable[[], int]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a Timer that takes turns says as its turn ends: whether its own stopping rule is met
+    (`done`: it would stop here alone) and its median so far (None before its first sample)."""
+
+    done: bool
+    median_s: float | None
+
+
+# Called between turns: True to take the next turn, False to stop sampling there (the parent's word).
+Pause = Callable[[Turn], bool]
+
+
+class Crowding(Protocol):
+    """What reads how crowded the CPUs were around a sample (hostspeed.ThreadWaits): a reading now,
+    and the share of the time between two readings that another process took from this one."""
+
+    def __call__(self) -> Any: ...
+
+    def crowded(self, before: Any, after: Any) -> float: ...
 # Seconds of one turn of sampling where a Timer with a `pause` takes turns with another process
 # (execution.parent.WorkerPool.run_group): well under the host's slow spells on the 2-core VM
 # (0.2-0.7 s), so that a spell covers turns of both; long enough that the switch (a pipe's round
@@ -68,7 +90,8 @@ class Timing:
     stop: str = "target"  # why sampling stopped: target, max_samples, max_time or budget
     minor_faults_per_call: float | None = None  # during the timed samples
     host_ref_s: tuple[float, ...] | None = None  # the host's reference kernel beside each sample (hostspeed.py)
-    visits: int | None = None  # with a `pause`: the stretches of sampling, paused between (`visit_time`)
+    cpu_wait: tuple[float, ...] | None = None  # beside each sample, its threads' wait for a CPU another process held
+    visits: int | None = None  # with a `pause`: the stretches of sampling, each after a pause (`visit_time`)
     paused_s: float = 0.0  # seconds spent in `pause`: another process's turn, not this one's
 
 
@@ -87,11 +110,15 @@ class Timer:
     at once pays) is then measured as well and returned as `latency_s`.
 
     `pause` with `visit_time`: sampling is cut into visits of about `visit_time` seconds, and
-    `pause()` is called between them (outside the timed region), while another process takes its
-    turn: two environments' processes of a case then alternate, A, B, A, B, so that a slow spell
-    of the host, shorter than a process's sampling, falls on both (execution.parent.WorkerPool's
-    `run_group`). After a pause one untimed block warms the caches again, the host reference is
-    read anew, and the time away counts towards no time limit.
+    `pause(turn)` is called before the first and between them (outside the timed region), while the
+    other processes of a group take their turns: one case's environments alternate, A, B, A, B, so
+    that a slow spell of the host, shorter than a process's sampling, falls on each of them alike
+    (execution.parent.WorkerPool's `run_group`). Each `Turn` says whether this Timer's own stopping
+    rule is met; it stops only when `pause` says so (False), which the group decides, so that
+    processes close enough for a spell to swap them sample over the same stretch of time. After a pause one
+    untimed block warms the caches again (unless one call outlasts a visit: then caches barely
+    matter and the block would double its cost), the host reference is read anew, and the time away
+    counts towards no time limit.
     """
 
     def __init__(
@@ -104,13 +131,14 @@ class Timer:
         pipelined: bool = False,
         faults: FaultCounter = minor_faults,
         reference: Callable[[], float] | None = None,
-        pause: Callable[[], None] | None = None,
+        pause: Pause | None = None,
         visit_time: float = VISIT_S,
+        waits: Crowding | None = None,
     ) -> None:
         self.fn, self.args, self.sync = fn, args, sync
-        self.reference = reference
+        self.reference, self.waits = reference, waits
         self.pause, self.visit_time = pause, visit_time
-        self.pauses, self.paused_s = 0, 0.0
+        self.visits, self.paused_s = 0, 0.0
         self.config = config or TimerConfig()
         self.clock = clock
         self.faults = faults
@@ -195,13 +223,14 @@ class Timer:
         gc.disable()
         try:
             loops, overhead, warm_calls = self._calibrate()
-            samples, stop, faults_per_call, out, refs = self._sample(loops)
+            samples, stop, faults_per_call, out, refs, waits = self._sample(loops)
         finally:
             if was_enabled:
                 gc.enable()
         latency = self.latency() if self.pipelined else None
         return Timing(first, Measurement(tuple(samples), loops), warm_calls, overhead, out, latency,
-                      stop, faults_per_call, refs, self.pauses + 1 if self.pause is not None else None, self.paused_s)
+                      stop, faults_per_call, refs, waits, self.visits if self.pause is not None else None,
+                      self.paused_s)
 
     def _calibrate(self) -> tuple[int, float, int]:
         """Warm-up doubles as calibration: the loop count that makes a sample dwarf the overhead
@@ -220,46 +249,66 @@ class Timer:
         loops = max(1, math.ceil(target / per_call)) if per_call > 0 else 1
         return loops, overhead, warm_calls
 
-    def _sample(self, loops: int) -> tuple[list[float], str, float, Any, tuple[float, ...] | None]:
-        """Samples until the median's interval reaches the target width, or a cap; page faults per call;
-        and, with a `reference`, the host's speed beside each sample (the geometric mean of the
-        reference timed just before and just after it; outside the timed region)."""
-        cfg, clock, reference = self.config, self.clock, self.reference
+    def _stop(self, samples: list[float], loops: int, spent: float) -> str | None:
+        """Why sampling would stop now, after `spent` seconds of it: its interval reached the target,
+        or a cap; None: not yet."""
+        cfg = self.config
+        if (len(samples) >= cfg.min_samples and spent >= cfg.min_time
+                and Measurement(tuple(samples), loops).half_width <= cfg.target_half_width):
+            return "target"
+        if len(samples) >= cfg.max_samples:
+            return "max_samples"
+        if spent >= cfg.max_time and len(samples) >= cfg.min_samples_at_cap:
+            return "max_time"
+        if spent >= cfg.budget_time:  # fewer than min_samples_at_cap: the record says so
+            return "budget"
+        return None
+
+    def _sample(self, loops: int) -> tuple[list[float], str, float, Any, tuple[float, ...] | None,
+                                           tuple[float, ...] | None]:
+        """Samples until the median's interval reaches the target width, or a cap (with a `pause`: until
+        the pause says to stop); page faults per call; with a `reference`, the host's speed beside
+        each sample (the geometric mean of the reference timed just before and just after it; outside
+        the timed region); with `waits`, how long the process's threads waited for a CPU that another
+        process held during each sample, over its time (read just before and just after it, outside
+        the timed region: hostspeed.ThreadWaits)."""
+        clock, reference, waits = self.clock, self.reference, self.waits
         samples: list[float] = []
         refs: list[float] = []
+        waited: list[float] = []
         faults0 = self.faults()
         before = reference() if reference is not None else 0.0
         started = visit = clock()
-        away = 0.0  # paused, and warming up again after it: no sampling time
+        away, last, stop = 0.0, 0.0, None  # away: paused, and warming up again after it: no sampling time
         while True:
-            if self.pause is not None and samples and clock() - visit >= self.visit_time:
+            if self.pause is not None and (not samples or clock() - visit >= self.visit_time):
                 t0 = clock()
-                self.pause()
+                stop = self._stop(samples, loops, t0 - started - away) if samples else None
+                median = Measurement(tuple(samples), loops).median if samples else None
+                go_on = self.pause(Turn(stop is not None, median))
                 self.paused_s += clock() - t0
-                self._block(loops)  # the other process's turn left the caches cold
+                if not go_on and samples:
+                    break
+                if last < self.visit_time:
+                    self._block(loops)  # the other processes' turns left the caches cold
                 before = reference() if reference is not None else 0.0
-                self.pauses += 1
+                self.visits += 1
                 visit = clock()
                 away += visit - t0
+            w0 = waits() if waits is not None else None
             dt, out = self._block(loops)
+            if waits is not None and w0 is not None:
+                waited.append(waits.crowded(w0, waits()))
+            last = dt
             samples.append(dt / loops)
             if reference is not None:
                 after = reference()
                 refs.append(math.sqrt(before * after))
                 before = after
-            spent = clock() - started - away
-            if (len(samples) >= cfg.min_samples and spent >= cfg.min_time
-                    and Measurement(tuple(samples), loops).half_width <= cfg.target_half_width):
-                stop = "target"
-                break
-            if len(samples) >= cfg.max_samples:
-                stop = "max_samples"
-                break
-            if spent >= cfg.max_time and len(samples) >= cfg.min_samples_at_cap:
-                stop = "max_time"
-                break
-            if spent >= cfg.budget_time:  # fewer than min_samples_at_cap: the record says so
-                stop = "budget"
-                break
+            if self.pause is None:
+                stop = self._stop(samples, loops, clock() - started - away)
+                if stop is not None:
+                    break
         faults_per_call = (self.faults() - faults0) / (len(samples) * loops)
-        return samples, stop, faults_per_call, out, tuple(refs) if reference is not None else None
+        return (samples, stop or "group", faults_per_call, out, tuple(refs) if reference is not None else None,
+                tuple(waited) if waits is not None else None)

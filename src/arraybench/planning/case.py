@@ -79,6 +79,14 @@ def base_id(case_id: str, env: str | None) -> str:
     return case_id[: -len(suffix)] if suffix and case_id.endswith(suffix) else case_id
 
 
+def rivals(c: "Case | Any") -> tuple[Any, ...]:
+    """What the cases measured side by side share: one workload (from one file) at one parameter point,
+    in one dtype and thread count. Its backend·modes, devices and environments are the rivals of one
+    size, which a round measures together, taking turns (execution.parent.Rounds), and the answer ranks."""
+    params = tuple(sorted(c.params.items() if isinstance(c.params, Mapping) else c.params or ()))
+    return (c.workload, c.source, params, c.dtype, c.threads)
+
+
 def label(r: "Case | Mapping[str, Any]", *, device: bool = False, machine: bool = False) -> str:
     """How every output names a case's configuration, the one place it is spelled: backend·mode,
     then ·device and ` @machine` where the caller's cases differ in them, and ` [env]` for a case of

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from arraybench.planning.case import Case
@@ -57,17 +57,22 @@ def _group(case: Case, name: str) -> GroupKey:
             case.env)
 
 
-def _points(records: Iterable[Mapping[str, Any]], ids: dict[str, tuple[GroupKey, str, int]]
-            ) -> dict[GroupKey, dict[str, dict[float, bracket.Point]]]:
-    """Correct, timed records as bracket points: group -> label -> size -> point."""
-    out: dict[GroupKey, dict[str, dict[float, bracket.Point]]] = defaultdict(lambda: defaultdict(dict))
+Series = dict[GroupKey, dict[str, dict[float, bracket.Point]]]
+
+
+def _points(records: Iterable[Mapping[str, Any]], ids: dict[str, tuple[GroupKey, str, int]],
+            point: Callable[[Any], bracket.Point] | None = None) -> Series:
+    """Correct, timed records as bracket points (`point`: as the run's reading makes them, paired with
+    their rivals by round; else from their intervals): group -> label -> size -> point."""
+    out: Series = defaultdict(lambda: defaultdict(dict))
     for r in records:
         where = ids.get(r.get("id", ""))
         ci = r.get("ci95_s")
         if where is None or r.get("status") != "ok" or not r.get("median_s") or not ci or None in ci:
             continue
         key, lab, size = where
-        out[key][lab][size] = bracket.Point(size, r["median_s"], ci[0], ci[1])
+        found = point(r) if point is not None else bracket.Point(size, r["median_s"], ci[0], ci[1])
+        out[key][lab][size] = dataclasses.replace(found, size=size)
     return out
 
 
@@ -93,11 +98,13 @@ def winner_changes(planned: dict[str, dict[float, bracket.Point]]) -> set[tuple[
     return out
 
 
-def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Mapping[str, Any]]) -> list[Case]:
+def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Mapping[str, Any]],
+              point: Callable[[Any], bracket.Point] | None = None) -> list[Case]:
     """The cases to measure next: both rivals of each open winner change at its next size.
 
     `plan` holds the planned cases (their sizes decide the winners), `extra` the cases refinement
-    already added (measured or not: none is proposed twice), `records` what was measured.
+    already added (measured or not: none is proposed twice), `records` what was measured, `point`
+    how a record is a bracket point (the run's reading: results.reading.Reading.point).
     """
     ids: dict[str, tuple[GroupKey, str, int]] = {}
     templates: dict[tuple[GroupKey, str], Case] = {}
@@ -110,8 +117,8 @@ def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Map
         templates.setdefault((key, case_label(case)), case)
     planned_ids = {c.id for c in plan}
     records = list(records)
-    every = _points(records, ids)
-    planned = _points((r for r in records if r.get("id") in planned_ids), ids)
+    every = _points(records, ids, point)
+    planned = _points((r for r in records if r.get("id") in planned_ids), ids, point)
     known = set(ids)
     envs = sorted({c.env for c in plan})
     out: list[Case] = []

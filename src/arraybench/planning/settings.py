@@ -87,9 +87,9 @@ class RunSettings:
     # interleaved in the same rounds; empty: this interpreter alone. `env_vars`: `--env-var NAME:VAR=VALUE`.
     envs: list[str] = field(default_factory=list)
     env_vars: list[str] = field(default_factory=list)
-    # Seconds of further rounds for the cases whose question stays open after the planned processes
-    # (execution/more_rounds.py); None: half the planned rounds' time in a run of several
-    # environments, none in a run of one (so `make bench` takes no longer than before).
+    # Seconds of rounds beyond the planned processes for the cases whose question stays open
+    # (execution/more_rounds.py); None: a share of the first rounds' time (session.BUDGET_SHARE, or
+    # ENV_BUDGET_SHARE in a run of several environments).
     budget: float | None = None
 
     def env_specs(self) -> list[Any]:

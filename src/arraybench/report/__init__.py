@@ -10,7 +10,7 @@ from pathlib import Path
 from arraybench.errors import UsageError
 from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap, winners
 from arraybench.report.files import csv_text
-from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, memory_reference
+from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, host_line, memory_reference
 from arraybench.results import Results, atomic_write_text
 
 __all__ = ["Report", "publish", "write_all"]
@@ -43,6 +43,8 @@ def summary_text(data: ReportData, found: list[crossovers.Crossover], said: Sequ
         *winners.terminal_table(winners.rows(data), found))
     glance += "".join(f"\n{a.title}{_at(data, a)}: {a.unmeasured}" for a in said if a.unmeasured)
     glance += "".join(f"\nEnvironments: {line}." for line in data.env_pairs)
+    if host := host_line(data):
+        glance += f"\n{host}"
     return "\n\n".join([*blocks, crossovers.render_text(data, found), glance])
 
 
@@ -59,6 +61,7 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: lis
                                        if p.stem == "winners"], ""]
     md += [f"- **{row.title}** — {winners.line(row, found)}" for row in winners.rows(data)] + [""]
     md += [f"**Environments:** {line}.\n" for line in data.env_pairs]
+    md += [f"{line}\n" for line in host_line(data).splitlines()]
     md += [f"**Partial:** {line}.\n" for line in data.partial]
     if line := table.unavailable_line(data.records):
         md += [line, ""]

@@ -71,7 +71,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
                                    and s.points[0].record.machine == machine and s.fixed == fixed
                                    and (s.points[0].record.env or "") == env])
         out.append(Answer(wl, dtype, machine, verdict,
-                          " ".join(t for t in (_why(data, name, ok), spread, unmeasured) if t),
+                          " ".join(t for t in (_why(data, name, ok), spread, _spells(data, name, ok), unmeasured) if t),
                           data.problem(every[0]), unmeasured, fixed, env))
     return out
 
@@ -80,6 +80,35 @@ def _asked(data: ReportData, machine: str) -> set[str] | None:
     """The device kinds the run on `machine` asked for (`--devices`); None where its header does not say."""
     devices = (data.headers.get(machine) or {}).get("settings", {}).get("devices")
     return {kind_of(d) for d in devices} if devices else None
+
+
+# A tie is put down to the host's spells where they reached at least this share of its cases' processes.
+SPELLS_OPEN = 1 / 3
+
+
+def _spells(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
+    """'Open at n = 1000 while slow spells of the host reached 4 of the 6 processes of its leaders (18 %
+    of this run's): more rounds (--budget) or a quieter host would decide it.', where the host's spells
+    are why sizes have no winner (they reached SPELLS_OPEN of the tied cases' processes); else ''."""
+    sizes, reached, processes = [], 0, 0
+    for s in _sizes(recs):
+        ranked = _at(recs, s)
+        if len(ranked) < 2 or bracket.order(ranked[0], ranked[1]) == -1:
+            continue
+        tied = [r for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
+        hit, total = sum(r.spelled for r in tied), sum(r.n_processes or 1 for r in tied)
+        if total and hit >= SPELLS_OPEN * total:
+            sizes.append(s)
+            reached, processes = reached + hit, processes + total
+    if not sizes:
+        return ""
+    run = (data.headers.get(recs[0].machine) or {}).get("analysis", {}).get("spells") or {}
+    share = (run.get("touched", 0) + run.get("covered", 0)) / run["processes"] if run.get("processes") else None
+    where = listed([_size(s) for s in sizes])
+    of_run = f" ({100 * share:.0f} % of this run's)" if share is not None else ""
+    return (f"Open at {name} = {where} while slow spells of the host reached {reached} of the {processes} "
+            f"processes of the backend·modes tied there{of_run}: more rounds (--budget) or a quieter host "
+            "would decide it.")
 
 
 def _unmeasured(recs: Sequence[CaseView], asked: set[str] | None = None) -> str:
@@ -197,6 +226,18 @@ def _tied(data: ReportData, ranked: Sequence[CaseView]) -> list[str]:
     return [data.label(r) for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
 
 
+def _tie_words(data: ReportData, ranked: Sequence[CaseView]) -> tuple[str, frozenset[str]]:
+    """'numpy·eager and numba·jit are within noise of each other' at one size, naming only the fastest
+    by its median and the backend·modes within noise of it; where two of those are apart beyond noise
+    themselves, 'numba·jit and torch·eager are each within noise of numpy·eager'. With what it claims,
+    which noise may order either way (the words differ only in the order of the names)."""
+    tied = [r for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
+    names = [data.label(r) for r in tied]
+    if all(bracket.order(a, b) == 0 for i, a in enumerate(tied) for b in tied[i + 1:]):
+        return f"{listed(names)} are within noise of each other", frozenset(names)
+    return f"{listed(names[1:])} are each within noise of {names[0]}", frozenset([*names, f"of {names[0]}"])
+
+
 def _verdict(data: ReportData, name: str, recs: Sequence[CaseView], complete: set[Any],
              found: list[Crossover]) -> str:
     """Who is fastest where, by how much, and where that changes; where no one is ahead beyond noise,
@@ -212,7 +253,22 @@ def _verdict(data: ReportData, name: str, recs: Sequence[CaseView], complete: se
     runs = _fold(data, recs, runs, found)
 
     def within(run: list[Any]) -> str:
-        return f"{listed(_tied_in(data, recs, run))} are within noise of each other"
+        """The ties of a stretch of sizes with no winner, stated size by size: one clause where every
+        size ties the same backend·modes, else one per stretch of sizes that does."""
+        parts: list[tuple[str, frozenset[str], list[Any]]] = []
+        for s in run:
+            words, claim = _tie_words(data, _at(recs, s))
+            if parts and parts[-1][1] == claim:
+                parts[-1][2].append(s)
+            else:
+                parts.append((words, claim, [s]))
+        if len(parts) == 1:
+            return parts[0][0]
+        return "; ".join(f"at {name} = {_span(sizes)}, {words}" for words, _, sizes in parts)
+
+    def span_said(run: list[Any]) -> bool:
+        """Whether `within(run)` names its sizes itself (its ties differ from size to size)."""
+        return len({_tie_words(data, _at(recs, s))[1] for s in run}) > 1
 
     last, top = sizes[-1], _at(recs, sizes[-1])
     at_last = f"at {name} = {_size(last)}"
@@ -236,9 +292,13 @@ def _verdict(data: ReportData, name: str, recs: Sequence[CaseView], complete: se
             if a and b:
                 text += f" {_change(name, a, b, sa[-1], sb[0], found)}, {b}"
                 continue
-            # A tie at one size between two runs was introduced as "at n = …": no "up to" closes it.
-            if a or i == 0 or len(sa) > 1:
+            # A tie at one size between two runs was introduced as "at n = …", and ties that differ from
+            # size to size name their sizes: no "up to" closes either.
+            if a or ((i == 0 or len(sa) > 1) and not span_said(sa)):
                 text += f" up to {name} = {_size(sa[-1])}"
+            if b is None and span_said(sb):
+                text += f"; {within(sb)}"
+                continue
             where = "at" if b is None and len(sb) == 1 and i + 2 < len(runs) else "from"
             text += f"; {where} {name} = {_size(sb[0])}, " + (f"{b} is fastest" if b else within(sb))
         text += f", {_lead(data, top)} {at_last}." if runs[-1][0] else "."
@@ -268,6 +328,11 @@ def _fold(data: ReportData, recs: Sequence[CaseView], runs: list[tuple[str | Non
 
 def _size(v: Any) -> str:
     return size_text(v) if isinstance(v, int | float) else str(v)
+
+
+def _span(sizes: Sequence[Any]) -> str:
+    """'1000' or '1000 to 10⁶': the measured sizes of a stretch."""
+    return _size(sizes[0]) if len(sizes) == 1 else f"{_size(sizes[0])} to {_size(sizes[-1])}"
 
 
 def _crossing(a: str, b: str, s0: Any, s1: Any, found: list[Crossover]) -> Crossover | None:

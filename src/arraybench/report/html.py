@@ -14,7 +14,7 @@ from arraybench import __version__
 from arraybench.report import bound, devices, gpu, vmap, winners
 from arraybench.report.answer import NOTHING_CORRECT, Answer
 from arraybench.report.crossovers import Crossover, render_text
-from arraybench.report.model import NOT_RUN, ReportData, environment_rows
+from arraybench.report.model import NOT_RUN, ReportData, environment_rows, host_line
 from arraybench.report.plots import Plot
 from arraybench.report.table import size_sort_key, size_text, unavailable_line
 from arraybench.results.record import FAILED
@@ -76,6 +76,7 @@ def glance_html(data: ReportData, found: list[Crossover], glance: list[Plot], sa
     items = [f'<li><a href="#{row.anchor if row.anchor in written else "problems"}"><b>{e(row.title)}</b></a> — '
              f"{e(winners.line(row, found))}</li>" for row in winners.rows(data)]
     pairs = [f'<p class="envs"><b>Environments:</b> {e(line)}.</p>' for line in data.env_pairs]
+    pairs += [f'<p class="envs">{e(line)}</p>' for line in host_line(data).splitlines()]
     listed = f'<ul class="glance">{"".join(items)}</ul>' if items else '<p class="muted">Nothing was measured.</p>'
     return "\n".join([*pairs, *(plot_html(p, linked) for p in glance), listed])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -20,6 +20,7 @@ from arraybench.results import Results
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.stats.measurement import Measurement
+from arraybench.stats.paired import Pairing
 from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
@@ -61,13 +62,18 @@ class ReportData:
         name = machine_names(hosts)
         latest = {(r.machine, r.id): r for res in results
                   for r in (dataclasses.replace(r, machine=name[res.machine_key(r)]) for r in res.records)}
+        # Each case's log point by round and its run's pairing, what pairs it with its rivals
+        # (bracket.side), and how many of its processes a slow spell reached.
+        paired = {(name[res.machine_key(r)], r.id): (tuple(sorted(res.reading.rounds(r).items())), res.reading.pairing,
+                                                     sum(p.sifted.in_spell > 0 for p in res.reading.processes(r)))
+                  for res in results for r in res.records if r.status == "ok"}
         headers = {name[res.machine_key()]: {**res.header, "analysis": analysis(res)} for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
             for env in res.machine_lines.values():
                 headers.setdefault(name[fingerprint(env)], {**res.header, "environment": env})
         label = cls([], headers).label_in(list(latest.values()))
         partial = tuple(line for res in results if (line := partial_line(res)))
-        return cls(records=_derive(list(latest.values()), headers, label), headers=headers, partial=partial,
+        return cls(records=_derive(list(latest.values()), headers, label, paired), headers=headers, partial=partial,
                    env_pairs=tuple(environments.pair_lines(results)))
 
     @property
@@ -189,9 +195,11 @@ def run_views(res: Results) -> dict[str, CaseView]:
     return {view.record.id: view for view in ReportData.from_results([res]).records}
 
 
-def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], label: Any) -> list[CaseView]:
+def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], label: Any,
+            paired: Mapping[tuple[str, str], tuple[Any, Any, int]] | None = None) -> list[CaseView]:
     """Each record's view: speedup vs NumPy (same machine), quartiles, the 95 % interval, GFLOP/s,
-    GB/s, % of that machine's peaks, arithmetic intensity, the bound and the harness's own per-call cost."""
+    GB/s, % of that machine's peaks, arithmetic intensity, the bound, the harness's own per-call cost,
+    and (`paired`, by machine and id) its rounds and its run's pairing."""
     def peaks_of(machine: str | None) -> dict[str, Any]:
         return headers.get(machine or "", {}).get("environment", {}).get("peaks", {})
 
@@ -207,13 +215,15 @@ def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], l
     for r in records:
         sweeps[(r.machine, label(r), r.workload, r.dtype)].append(r)
     flat = set().union(*map(bound.fixed_cost_dominates, sweeps.values()))
+    paired = paired or {}
     return [_view(r, speedup.get((r.id, r.machine)), floors.get((r.machine, label(r))), peaks_of(r.machine),
-                  r.id in flat) for r in records]
+                  r.id in flat, *paired.get((r.machine or "", r.id), ((), None, 0))) for r in records]
 
 
-def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict[str, Any], flat: bool) -> CaseView:
+def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict[str, Any], flat: bool,
+          rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None, spelled: int = 0) -> CaseView:
     """One record's derived numbers (see CaseView)."""
-    d: dict[str, Any] = {"speedup": speedup}
+    d: dict[str, Any] = {"speedup": speedup, "rounds": rounds, "pairing": pairing, "spelled": spelled}
     ok = r.status == "ok" and bool(r.median_s)
     median = r.median_s or 0.0
     if ok and r.samples_s:
@@ -274,8 +284,35 @@ def analysis(res: Results) -> dict[str, Any]:
             "memory_slowdown": hostspeed.slowdown(memory, hostspeed.nominal(memory)),
             "memory_reference": reference.what() if "last_level_cache_bytes" in env else None,
             "fixed_layout": bool((res.settings or {}).get("fixed_layout")),
+            "spells": res.reading.spells.to_json(),
             "short_of_samples": sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
             "bimodal_processes": sum(1 for r in latest for p in r.replicates if p.bimodal)}
+
+
+# Below this share of processes reached by a slow spell, and below BUSY_HOST, a host was quiet.
+QUIET_SPELLS = 0.05
+
+
+def host_line(data: ReportData) -> str:
+    """How noisy the host was, in one line per machine, for the first screen: the share of processes
+    a slow spell reached (stats/spells.py) and the reference loop's median slowdown."""
+    lines = []
+    for machine, header in sorted(data.headers.items()):
+        a = header.get("analysis") or {}
+        spells, slow = a.get("spells") or {}, a.get("host_slowdown")
+        if not spells.get("processes"):
+            continue
+        share = (spells["touched"] + spells["covered"]) / spells["processes"]
+        whole = spells["covered"] / spells["processes"]
+        where = f" ({machine})" if len(data.headers) > 1 else ""
+        speed = f"; its reference loop ran {slow:.2f}× its full speed at the median" if slow else ""
+        if share < QUIET_SPELLS and (slow or 1.0) <= BUSY_HOST:
+            lines.append(f"Host{where}: quiet (a slow spell reached {100 * share:.0f} % of processes{speed}).")
+            continue
+        lines.append(f"Host{where}: noisy: slow spells reached {100 * share:.0f} % of processes ({100 * whole:.0f} % "
+                     f"whole){speed}: the samples a spell reached are set aside where the reference or the "
+                     "threads' wait beside them saw it, and each claim reads its rivals round by round.")
+    return "\n".join(lines)
 
 
 def memory_reference(analysed: dict[str, Any]) -> str:

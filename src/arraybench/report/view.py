@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.results.record import FIELDS, CaseRecord, described, registry
+from arraybench.stats.paired import Pairing
 
 # The figures derived per case that travel with it, in this order: results.csv, the JSON formats
 # (`arraybench show --format json`, the exports) and the published site carry them, from CaseView.
@@ -43,6 +44,14 @@ class CaseView(CaseRecord):
     bound: str | None = described("", "what limits the case, in one word: dispatch, memory, compute, page-faults "
                                       "or transfer (docs/report.md says how each is decided)")
     harness_s: float | None = described("s", "the harness's own per-call cost, shown beside sub-µs CPU cases")
+    rounds: tuple[tuple[int, float], ...] = described("log s", "each process's log median by the round it ran in, "
+                                                               "the samples of a slow spell set aside "
+                                                               "(results/reading.py): what pairs the case with "
+                                                               "its rivals", default=())
+    pairing: Pairing | None = described("", "its run's pairing of rivals (stats.paired.Pairing): two cases are "
+                                            "compared round by round only under the same one")
+    spelled: int = described("processes", "its processes that a slow spell of the host reached (stats/spells.py)",
+                             default=0)
 
     @classmethod
     def of(cls, r: CaseRecord, **figures: Any) -> CaseView:

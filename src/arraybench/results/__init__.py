@@ -35,9 +35,11 @@ from typing import Any, NoReturn
 
 from arraybench.errors import UsageError
 from arraybench.measure import hostspeed
+from arraybench.results.reading import Reading, read
 from arraybench.results.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, STATUSES, CaseRecord
+from arraybench.results.run_ids import run_id
 from arraybench.stats.measurement import Replicated
-from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
+from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.units import finite
 
 SCHEMA = 3
@@ -89,10 +91,19 @@ class Results:
     machine_lines: dict[str, dict[str, Any]] = field(default_factory=dict)
     # (round, record) of each replicate line: one process's result, read back only by --resume.
     replicate_lines: list[tuple[int, CaseRecord]] = field(default_factory=list)
-    # What the run's cases say about the spread between processes (pooling.py); records' ci95_s use it.
-    prior: VariancePrior = NO_PRIOR
-    # The host's reference kernel at the run's full speed (hostspeed.py); None: not measured.
-    full_speed_s: float | None = None
+    # How the run was read (reading.py): spells set aside, the priors over its cases, its pairing of
+    # rivals by round; records' median_s and ci95_s were read with it.
+    reading: Reading = field(default_factory=Reading)
+
+    @property
+    def prior(self) -> VariancePrior:
+        """What the run's cases say about the spread between processes (pooling.py)."""
+        return self.reading.prior
+
+    @property
+    def full_speed_s(self) -> float | None:
+        """The host's reference kernel at the run's full speed (hostspeed.py); None: not measured."""
+        return self.reading.full_speed_s
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -154,8 +165,6 @@ class Results:
             import pandas as pd
         except ImportError:
             raise UsageError("to_dataframe needs pandas (pip install 'arraybench[report]')") from None
-        from arraybench.results.run_ids import run_id
-
         rid = run_id(self.header)
         return pd.DataFrame(
             [{"run_id": rid, "machine": self.machine_key(r), **flat_record(r)} for r in self.latest().values()]
@@ -312,9 +321,9 @@ def load_results(path: str | os.PathLike[str]) -> Results:
             records.append(CaseRecord.from_json(upgrade(obj, schema)))
     if unknown:
         warnings.append(f"{p}: ignored fields this arraybench does not know: {', '.join(sorted(unknown))}")
-    records, prior, full_speed = analysed(records)
+    records, reading = analysed(records, objs[0])
     return Results(header=objs[0], records=records, path=p, warnings=warnings, machine_lines=machines,
-                   replicate_lines=replicates, prior=prior, full_speed_s=full_speed)
+                   replicate_lines=replicates, reading=reading)
 
 
 def _read_objects(p: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -427,29 +436,12 @@ def measured(record: CaseRecord, prior: VariancePrior = NO_PRIOR) -> Replicated 
     return Replicated.from_counts(samples, counts, loops, prior)
 
 
-def analysed(records: list[CaseRecord]) -> tuple[list[CaseRecord], VariancePrior, float | None]:
-    """The records as a run reads them: intervals that pool the spread between processes over the run.
-
-    A results file holds each case's interval from its own processes, as written when it was
-    measured; what reads a run (report, compare, exports, refinement, the store) gets every
-    measured case's `ci95_s` from its samples and the run's prior (pooling.py), and its
-    `median_s` from its samples too (a file written before the point became the median of the
-    processes holds their geometric mean; the interval is centred on the median). Returns the
-    records, the prior, and the host's full-speed reference time (hostspeed.py; None when no
-    case carried reference timings).
-    """
-    latest = {r.id: r for r in records}
-    full_speed = hostspeed.nominal([x for r in latest.values() for x in r.host_ref_s or ()])
-    alone = {id(r): measured(r) for r in records}
-    prior = fit_prior((m.own_process_variance, m.processes - 1) for r in latest.values()
-                      if (m := alone[id(r)]) is not None and m.processes > 1)
-    if prior.df <= 0:
-        return records, prior, full_speed
-    out = []
-    for r in records:
-        m = alone[id(r)]
-        out.append(r if m is None else dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
-    return out, prior, full_speed
+def analysed(records: list[CaseRecord], header: dict[str, Any]) -> tuple[list[CaseRecord], Reading]:
+    """The records as a run reads them, and how (reading.py): every measured case's `median_s` and
+    `ci95_s` from its samples, the slow spells of the host set aside, with the run's prior
+    (pooling.py); its rivals paired by round. `header` names the run (its pairing's key)."""
+    full_speed = hostspeed.nominal([x for r in {r.id: r for r in records}.values() for x in r.host_ref_s or ()])
+    return read(records, run_id(header), full_speed)
 
 
 def _case_problem(obj: dict[str, Any]) -> str:

@@ -76,7 +76,10 @@ class ProcessRecord:
     half_width: float | None = described("ratio", "its median's 95 % interval, relative")
     stop: str | None = described("", "why sampling stopped: `target` (the interval reached ±`target_half_width`), "
                                   "`max_time` or `max_samples`; `budget`: a long call stopped at `budget_time` "
-                                  "with fewer than `min_samples_at_cap` samples (the shortfall is in `n_samples`)")
+                                  "with fewer than `min_samples_at_cap` samples (the shortfall is in `n_samples`); "
+                                  "`group`: stopped by its group of environments taking turns before its own rule "
+                                  "was met (otherwise the rule met when it stopped: a process held by a close one "
+                                  "of its group samples on past it)")
     bimodal: bool | None = described("", "its samples split into two modes more than 25 % apart; its median is "
                                         "the larger mode's (the faster on a tie), not a value between them")
     layout: dict[str, Any] | None = described("", "where this process placed the case's inputs: `input_offsets` "
@@ -183,6 +186,13 @@ class CaseRecord(Mapping[str, Any]):
              "geometric mean of its timings just before and just after the sample), which tells how fast the host ran "
              "then (hostspeed.py); a diagnostic, not used to correct the samples; `null` where a case was measured "
              "without it")
+    cpu_wait: tuple[float, ...] | None = described(
+        "ratio", "beside each sample of `samples_s`, in the same order: how long the process's threads waited, "
+                 "runnable, for a CPU during the sample, over the sample's time (Linux schedstat: their run delay), "
+                 "where their waits were long (0.5 ms or more each on average, another process's timeslice; 0 "
+                 "where they were a framework's own threads handing work to each other): a neighbour on a core "
+                 "its threads need, which the one-thread `host_ref_s` does not see where the scheduler runs it on "
+                 "another core (hostspeed.ThreadWaits); `null` where a case was measured without it")
     memory_ref_s: tuple[float, ...] | None = described(
         "s", "a copy between two buffers as large as the last-level cache, within a small share of memory and "
              "of `--memory-limit` (hostspeed.plan_memory_reference), timed before each process's samples and "
@@ -308,7 +318,7 @@ class CaseRecord(Mapping[str, Any]):
     def to_json(self) -> dict[str, Any]:
         """Every field, in registry order: what a case or replicate line holds besides its `type`."""
         out = {f.name: getattr(self, f.name) for f in FIELDS}
-        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s"):
+        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s", "cpu_wait"):
             if out[name] is not None:
                 out[name] = list(out[name])
         out["replicates"] = [p.to_json() for p in self.replicates]

@@ -23,6 +23,8 @@ from itertools import combinations
 from typing import Any
 
 from arraybench.stats.measurement import Measurement
+from arraybench.stats.paired import Pairing, paired_log_ratio
+from arraybench.stats.student import LogRatio
 
 # Two measured sizes at most this far apart bound a crossover tightly enough to act on.
 MAX_RATIO = 2.0
@@ -32,17 +34,22 @@ BRACKETED, TIE, OPEN = "bracketed", "tie", "open"
 
 @dataclass(frozen=True)
 class Point:
-    """One measured case: its size, median time per call and an interval around the median."""
+    """One measured case: its size, median time per call and an interval around the median; where its
+    run measured it beside its rivals, its log point by round (`rounds`) and the run's `pairing`."""
 
     size: float
     median: float
     low: float
     high: float
+    rounds: tuple[tuple[int, float], ...] = ()
+    pairing: Pairing | None = None
 
     def times(self, factor: float) -> Point:
-        """The same point `factor` times slower, interval and all: whether one case is more than
-        `factor` times faster than another is `side` of it scaled by `factor` against the other."""
-        return Point(self.size, self.median * factor, self.low * factor, self.high * factor)
+        """The same point `factor` times slower, interval and rounds and all: whether one case is more
+        than `factor` times faster than another is `side` of it scaled by `factor` against the other."""
+        shift = math.log(factor)
+        return Point(self.size, self.median * factor, self.low * factor, self.high * factor,
+                     tuple((k, x + shift) for k, x in self.rounds), self.pairing)
 
 
 @dataclass(frozen=True)
@@ -64,12 +71,31 @@ class Bracket:
 
 
 def side(a: Point, b: Point) -> int:
-    """-1 when a's interval lies wholly below b's (a faster), +1 when b's lies below a's, 0 when they overlap."""
+    """-1 where `a` is faster than `b` beyond noise, +1 where slower, 0 where the data cannot tell.
+
+    The one rule of every claim: where both were measured in the same rounds of one run (one
+    Pairing), from their paired per-round ratios (stats/paired.py: b/a's 95 % interval excludes 1),
+    so the host's drift, which reaches both alike, decides nothing; otherwise (two runs, a record
+    without rounds, fewer than two rounds in common), from their own intervals, which must lie apart.
+    """
+    found = paired(a, b)
+    if found is not None:
+        lo, hi = found.ci95
+        return -1 if lo > 1 else 1 if hi < 1 else 0
     if a.high < b.low:
         return -1
     if b.high < a.low:
         return 1
     return 0
+
+
+def paired(a: Point, b: Point) -> LogRatio | None:
+    """log(b/a) from their paired per-round differences, where one run measured both side by side in
+    two rounds or more (one Pairing); else None."""
+    if a.pairing is None or b.pairing is None or a.pairing.run != b.pairing.run or not a.rounds or not b.rounds:
+        return None
+    found = paired_log_ratio(dict(a.rounds), dict(b.rounds), a.pairing.prior)
+    return None if found is None else found.estimate
 
 
 def point(r: Mapping[str, Any]) -> Point:
@@ -83,7 +109,7 @@ def point(r: Mapping[str, Any]) -> Point:
         low, high = r.get("ci95_s") or (Measurement(tuple(samples)).ci95 if samples else (0.0, math.inf))
     if (r.get("n_processes") or 1) <= 1 and r.get("noisy"):
         low, high = _noisy_single_process(r, low, high)
-    return Point(r["size"], r["median_s"], low, high)
+    return Point(r["size"], r["median_s"], low, high, r.get("rounds") or (), r.get("pairing"))
 
 
 def _noisy_single_process(r: Mapping[str, Any], low: float, high: float) -> tuple[float, float]:
@@ -97,8 +123,9 @@ def _noisy_single_process(r: Mapping[str, Any], low: float, high: float) -> tupl
 
 def order(a: Mapping[str, Any], b: Mapping[str, Any], factor: float = 1.0) -> int:
     """`side` of two cases: -1 where `a` is more than `factor` times faster than `b` beyond noise
-    (faster, at the default 1), +1 where it is less than that beyond noise, 0 where their 95 %
-    intervals cannot tell. Every claim the report makes about one case against another (fastest,
+    (faster, at the default 1), +1 where it is less than that beyond noise, 0 where the data cannot
+    tell (paired by round where one run measured both side by side: a report's views carry their
+    `rounds` and `pairing`). Every claim the report makes about one case against another (fastest,
     ahead by, a crossover, vmap against the loop, one device count against another, a speedup beyond
     what the hardware allows) is decided here."""
     return side(point(a).times(factor), point(b))

@@ -140,6 +140,16 @@ def paired_prior(cases: Iterable[Sequence[float]]) -> VariancePrior:
 
 
 @dataclass(frozen=True)
+class Pairing:
+    """What pairs the cases of one run round by round: the run (`run`: its id and machine) and what its
+    pairs of rivals say about the variance of one round's difference (paired_prior). Two cases pair
+    only under one Pairing: processes of two runs share a round's number, not its host."""
+
+    run: str
+    prior: VariancePrior
+
+
+@dataclass(frozen=True)
 class Paired:
     """A paired estimate of log(new/old): `rounds` is how many rounds it pairs, `unmatched` how many
     processes ran in a round the other side did not (left out)."""

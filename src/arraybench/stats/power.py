@@ -167,8 +167,14 @@ def detectable_gap(a: Mapping[str, Any], b: Mapping[str, Any], power: float = PO
     In logs, the slower case's interval clears the faster's when the difference of their medians L
     exceeds c, the faster's upper half-width plus the slower's lower one; L ~ N(D, se_a² + se_b²), so
     a true difference D is found with probability Φ((D − c)/σ) and D = c + z_power·σ. Either may be
-    the faster: the figure is the larger of the two ways round."""
+    the faster: the figure is the larger of the two ways round.
+
+    Where the two are paired (one run measured them side by side: bracket.paired), the test is their
+    paired interval's, and D = (t₀.₉₇₅ + t_power)·se with its degrees of freedom."""
     pa, pb = bracket.point(a), bracket.point(b)
+    both = bracket.paired(pa, pb)
+    if both is not None:
+        return bounded_exp((t_isf(0.025, both.df) + t_isf(1 - power, both.df)) * both.se) - 1
     sigma = math.hypot(interval_se(a, pa.low, pa.high), interval_se(b, pb.low, pb.high))
     if not math.isfinite(sigma):
         return math.inf
@@ -183,12 +189,13 @@ def detectable_gap(a: Mapping[str, Any], b: Mapping[str, Any], power: float = PO
 def phrase(fraction: float, power: float = POWER, noun: str = "change") -> str:
     """What an undecided verdict could have seen: "no change larger than 7 % (80 % power)" (`noun`:
     "difference" for two cases tied within noise); past ×10 the change is a factor (a case of 2
-    processes a side and 1 degree of freedom can see only vast ones)."""
+    processes a side and 1 degree of freedom can see only vast ones). A change of 100 % or more is a
+    factor: "no difference larger than ×8", never "701 %"."""
     seen = f"({100 * power:.0f} % power)"
     if math.isinf(fraction):
         return f"it could have missed a {noun} of any size {seen}"
     percent = 100 * fraction
-    if percent >= 900:
+    if percent >= 100:
         factor = 1 + fraction  # written as the report writes a lead: 26×, 4,920×, never 4.92e+03
         return f"no {noun} larger than ×{f'{factor:.2g}' if factor < 100 else f'{factor:,.0f}'} {seen}"
     figure = f"{percent:.0f}" if percent >= 9.95 else f"{percent:.1f}".removesuffix(".0")

@@ -507,8 +507,8 @@ class Store:
         env, settings, rest = self.db.execute(
             "SELECT environment, settings, header FROM runs WHERE id = ?", (rid,)).fetchone()
         header = _header(env, settings, rest)
-        records, prior, full_speed = analysed(self._records(rid, header))
-        return Results(header=header, records=records, prior=prior, full_speed_s=full_speed)
+        records, reading = analysed(self._records(rid, header), header)
+        return Results(header=header, records=records, reading=reading)
 
     def runs_on(self, machine: str, case_ids: Collection[str], keep: Callable[[Results], bool] = lambda res: True,
                 latest: int | None = None) -> list[Results]:

@@ -1,0 +1,194 @@
+"""How a run's records are read: slow spells set aside, each case's rounds, the priors pooled over the run.
+
+A record holds what was measured (every process's samples, the host reference beside each); what
+the report, compare, refinement and further rounds conclude from it is read here, once per run, so
+they conclude the same: each process's point without the samples a slow spell reached
+(stats/spells.py, judged against the process's window: its round of its workload at its parameter
+point, every backend·mode and environment measured there taking turns), each case's point and
+interval over its processes (stats/measurement.Replicated, with the run's prior), and its log point
+by round, which pairs it with every rival measured in the same rounds (stats/paired.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from arraybench.planning.case import rivals
+from arraybench.results.record import CaseRecord
+from arraybench.stats import bracket
+from arraybench.stats.measurement import Measurement, Replicated
+from arraybench.stats.paired import Pairing, all_differences, paired_prior
+from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
+from arraybench.stats.spells import Sifted, SpellCount, sift, usual_wait, window_level
+
+Window = tuple[Any, ...]  # rivals(record), its machine and the round
+
+
+def process_rounds(r: CaseRecord) -> list[int]:
+    """The round each of a case's processes ran in, in order (their position, for a record written
+    before processes recorded it)."""
+    if not r.replicates:
+        return [r.round if r.round is not None else 0]
+    return [p.round if p.round is not None else i for i, p in enumerate(r.replicates)]
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process of a case as read: its round, its samples with its spells set aside, its loops."""
+
+    round: int
+    sifted: Sifted
+    loops: int
+    measured: int  # samples it took, spells included
+
+
+@dataclass(frozen=True)
+class Part:
+    """One process of a record as written: its round, samples, the host reference and its threads'
+    wait beside each sample (None where the record has none), and its loops."""
+
+    round: int
+    samples: tuple[float, ...]
+    refs: tuple[float, ...] | None
+    waits: tuple[float, ...] | None
+    loops: int
+
+
+def split(r: CaseRecord) -> list[Part]:
+    """Each process of `r` (a record without `replicates` is one)."""
+    counts = [p.n_samples for p in r.replicates] or [len(r.samples_s)]
+    loops = [p.loops or 1 for p in r.replicates] or [r.loops or 1]
+    if sum(counts) != len(r.samples_s):
+        raise ValueError(f"replicate sample counts {counts} do not add up to {len(r.samples_s)} samples")
+
+    def beside(values: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        return values if values is not None and len(values) == len(r.samples_s) else None
+
+    refs, waits = beside(r.host_ref_s), beside(r.cpu_wait)
+    out, start = [], 0
+    for k, n, lp in zip(process_rounds(r), counts, loops, strict=True):
+        cut = slice(start, start + n)
+        out.append(Part(k, tuple(r.samples_s[cut]), refs[cut] if refs else None, waits[cut] if waits else None, lp))
+        start += n
+    return out
+
+
+def window(r: CaseRecord, k: int) -> Window:
+    """The samples measured together with round `k` of `r`: its rivals on its machine, that round."""
+    return (*rivals(r), r.machine, k)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A run read as a whole: the host's window levels, the priors, the pairing of its rivals, its spells.
+
+    `prior` pools the spread between a case's processes over the run (pooling.py: every case's
+    interval), `pairing` the spread of one round's difference between rivals (every claim that one
+    backend·mode is faster than another at a size: bracket.side). `spells` counts what they reached.
+    """
+
+    levels: Mapping[Window, float] = field(default_factory=dict)
+    usual: Mapping[str, float] = field(default_factory=dict)  # each case's usual threads' wait, by id
+    prior: VariancePrior = NO_PRIOR
+    pairing: Pairing | None = None
+    spells: SpellCount = SpellCount()
+    full_speed_s: float | None = None
+
+    def processes(self, r: CaseRecord) -> list[Process]:
+        """Every process of `r`, each with the samples of its spells set aside."""
+        if not r.samples_s:
+            return []
+        usual = self.usual.get(r.id)
+        return [Process(p.round, sift(p.samples, p.refs, self.levels.get(window(r, p.round)), p.waits, usual),
+                        p.loops, len(p.samples)) for p in split(r)]
+
+    def kept(self, r: CaseRecord) -> list[Process]:
+        """The processes `r` is read from: those a spell did not cover, where it has any (one covered
+        by its spell is set aside whole, its round with it); else all of them."""
+        procs = self.processes(r)
+        return [p for p in procs if not p.sifted.covered] or procs
+
+    def measured(self, r: CaseRecord, prior: VariancePrior | None = None) -> Replicated | None:
+        """`r`'s kept processes as Replicated, spells set aside, with the run's prior (or `prior`); None
+        where it has no samples."""
+        procs = self.kept(r)
+        if not procs:
+            return None
+        runs = tuple(Measurement(p.sifted.samples, p.loops) for p in procs)
+        return Replicated(runs, self.prior if prior is None else prior)
+
+    def rounds(self, r: CaseRecord) -> dict[int, float]:
+        """`r`'s log point by round: each kept process's median, spells set aside (what pairs it with a
+        rival: a round one of two set aside is no pair of theirs)."""
+        return {p.round: math.log(Measurement(p.sifted.samples).median) for p in self.kept(r)
+                if p.sifted.samples and min(p.sifted.samples) > 0}
+
+    def point(self, r: CaseRecord) -> bracket.Point:
+        """`r` (measured, as this reading gives its median and interval) as a point of the run's claims:
+        paired with its rivals by round where the run measured them side by side."""
+        p = bracket.point(r)
+        return bracket.Point(p.size, p.median, p.low, p.high, tuple(sorted(self.rounds(r).items())), self.pairing)
+
+
+def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> tuple[list[CaseRecord], Reading]:
+    """The records as a run reads them, and the Reading they were read with.
+
+    Every measured case's `median_s` and `ci95_s` come from its samples, spells set aside, and the
+    run's prior (pooling.py): a file written before the point became the median of the processes
+    holds their geometric mean; one written before spells were set aside, the points with them.
+    A record that nothing changes (no prior, no spell) is kept as written.
+    """
+    latest = {r.id: r for r in records}
+    levels = window_levels(latest.values())
+    usual = {r.id: level for r in latest.values() if r.cpu_wait and (level := usual_wait(r.cpu_wait)) is not None}
+    bare = Reading(levels, usual, full_speed_s=full_speed)
+    alone = {id(r): bare.measured(r) for r in records}
+    prior = fit_prior((m.own_process_variance, m.processes - 1) for r in latest.values()
+                      if (m := alone[id(r)]) is not None and m.processes > 1)
+    spells = SpellCount()
+    for r in latest.values():
+        for p in bare.processes(r):
+            spells = spells.add(p.sifted, p.measured)
+    reading = Reading(levels, usual, prior, None, spells, full_speed)
+    out = []
+    for r in records:
+        m = alone[id(r)]
+        touched = m is not None and any(p.sifted.in_spell for p in bare.processes(r))
+        if m is None or (prior.df <= 0 and not touched):
+            out.append(r)
+            continue
+        out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
+    pairing = Pairing(run, rival_prior(reading, out))
+    return out, Reading(levels, usual, prior, pairing, spells, full_speed)
+
+
+def window_levels(records: Iterable[CaseRecord]) -> dict[Window, float]:
+    """Each window's level: the host's best speed over the references of every sample measured in it."""
+    refs: dict[Window, list[float]] = defaultdict(list)
+    for r in records:
+        if not r.samples_s or not r.host_ref_s:
+            continue
+        for p in split(r):
+            if p.refs:
+                refs[window(r, p.round)].extend(p.refs)
+    return {w: level for w, x in refs.items() if (level := window_level(x)) is not None}
+
+
+def rival_prior(reading: Reading, records: Sequence[CaseRecord]) -> VariancePrior:
+    """What the run's rivals (the backend·modes of one size, measured in the same rounds) say about
+    the variance of one round's difference between two of them (paired.paired_prior)."""
+    groups: dict[tuple[Any, ...], list[CaseRecord]] = defaultdict(list)
+    for r in {r.id: r for r in records}.values():
+        if r.status == "ok" and r.samples_s:
+            groups[(*rivals(r), r.machine, r.env or "")].append(r)
+    diffs = []
+    for members in groups.values():
+        rounds = [reading.rounds(r) for r in members]
+        diffs += [all_differences(a, b) for a, b in combinations(rounds, 2)]
+    return paired_prior(diffs)

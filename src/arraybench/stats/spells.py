@@ -1,0 +1,136 @@
+"""Slow spells of the host: the samples a spell reached, told by what was timed beside each.
+
+On a shared machine a core drops to a fraction of its speed for 0.2-0.7 s at a time (another
+tenant), or another process takes one of the cores for a while (a noisy neighbour): every kernel
+timed then is slower. A process's median over samples half of which fell in a spell is a spell's
+number, and one such process among a case's three moved its interval ×4 (issue 41: numpy's add at
+n = 1000, processes of 0.78, 1.50 and 0.84 µs). Two things timed beside each sample see spells:
+
+- the host reference (measure/hostspeed.py), a one-thread pure-Python loop timed just before and
+  after it: slower with its core (log-times correlated with a 1 µs add at 0.96-0.99);
+- the run delay of the process's threads during it (hostspeed.ThreadWaits, `cpu_wait`): how long
+  they were runnable and waited for a CPU, over the sample's time. The reference runs on whichever
+  core is free, so a neighbour busy on one of two cores leaves it at full speed while a 2-thread
+  kernel loses half its cores (3.3× slower on the 2-core VM); its threads' wait says so.
+
+A sample is judged by its reference against its *window* (the samples measured together: one round
+of one workload at one parameter point, every backend·mode taking turns; a process alone is a
+window of its own), whose level is the WINDOW_QUANTILE of its references, the host at its best
+while they were taken; and by its wait against its *case's* usual wait (the WINDOW_QUANTILE of the
+case's waits over all its processes: a framework whose own threads wait on each other always
+does). It was taken in a spell when its reference ran more than SPELL_FACTOR times its window's
+level, or its threads waited WAIT_BAR of its time more than the case's usual. Such samples are set
+aside where enough of the process's samples were not (`enough`); a process with fewer is *covered*
+by its spell, and is set aside itself where its case has a process that is not
+(results/reading.py), so that it pairs with no rival either: one process of two rivals hit 6× and
+the other 1.9× in one burst (a 2-thread matmul in PyTorch and in JAX) is no ratio of theirs. What
+neither signal sees reaches every backend·mode of the window alike, since they take turns, and a
+paired ratio cancels it (stats/paired.py). A spell therefore moves a point or a ratio by no more
+than the share of the data it reached, and none where it was seen.
+
+The reference is judged relative to its window, not to the run: a host that runs at one slower
+speed for minutes is slower for every case of those minutes alike, and setting aside everything
+slower than the run's fastest tenth would leave a run on such a host (68 % of processes "slow" on
+issue 41's day) nothing to read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# A window's level: this quantile of its references, as a run's full speed is (hostspeed.nominal).
+WINDOW_QUANTILE = 0.1
+# A sample whose reference ran more than this many times its window's level was taken in a spell.
+# The reference itself varies by a few per cent between timings of a quiet host (it keeps the fastest
+# of three); the spells on the 2-core VM read 1.4-1.8×.
+SPELL_FACTOR = 1.2
+# A sample whose threads waited for a CPU this share of its time more than its case usually does was
+# taken beside a neighbour: on the 2-core VM such samples waited 69 % of their time (median), the rest 0.
+WAIT_BAR = 0.1
+# At least this many of a process's samples, and half of them, must lie outside spells for the rest to
+# be set aside (one when it had one or two): fewer clean samples than that say less than all of them.
+MIN_CLEAN = 3
+
+
+def window_level(refs: Sequence[float]) -> float | None:
+    """The host's best speed over a window's reference timings: their WINDOW_QUANTILE; None without any."""
+    good = sorted(r for r in refs if r > 0 and math.isfinite(r))
+    if not good:
+        return None
+    return good[min(len(good) - 1, int(WINDOW_QUANTILE * len(good)))]
+
+
+def usual_wait(waits: Sequence[float]) -> float | None:
+    """A case's usual wait for a CPU over its samples: their WINDOW_QUANTILE; None without any."""
+    good = sorted(w for w in waits if w >= 0 and math.isfinite(w))
+    if not good:
+        return None
+    return good[min(len(good) - 1, int(WINDOW_QUANTILE * len(good)))]
+
+
+def enough(clean: int, samples: int) -> bool:
+    """Whether `clean` samples outside spells, of a process's `samples`, speak for it without the rest."""
+    return clean >= max(1, min(MIN_CLEAN, samples // 2))
+
+
+@dataclass(frozen=True)
+class Sifted:
+    """One process's samples once its spells are set aside: those its point is read from, how many
+    were taken in a spell, and whether the spell covered it (too few left: all were kept)."""
+
+    samples: tuple[float, ...]
+    in_spell: int
+    covered: bool
+
+
+def in_spell(ref: float | None, wait: float | None, level: float | None, usual: float | None) -> bool:
+    """Whether a sample with this reference (`ref`) and threads' wait (`wait`) was taken in a spell:
+    its reference over SPELL_FACTOR × its window's `level`, or its wait WAIT_BAR over its case's `usual`."""
+    slow = ref is not None and level is not None and ref > SPELL_FACTOR * level
+    return slow or (wait is not None and usual is not None and wait > usual + WAIT_BAR)
+
+
+def sift(samples: Sequence[float], refs: Sequence[float] | None, level: float | None,
+         waits: Sequence[float] | None = None, usual: float | None = None) -> Sifted:
+    """`samples` less those taken in a spell (`in_spell`: `refs` and `waits` beside each sample, `level`
+    the window's, `usual` the case's). Without either signal, all of them."""
+    refs = refs if refs and len(refs) == len(samples) and level is not None else None
+    waits = waits if waits and len(waits) == len(samples) and usual is not None else None
+    if refs is None and waits is None:
+        return Sifted(tuple(samples), 0, False)
+    flags = [in_spell(refs[i] if refs else None, waits[i] if waits else None, level, usual)
+             for i in range(len(samples))]
+    clean = tuple(s for s, spell in zip(samples, flags, strict=True) if not spell)
+    spell = len(samples) - len(clean)
+    if spell == 0:
+        return Sifted(tuple(samples), 0, False)
+    if enough(len(clean), len(samples)):
+        return Sifted(clean, spell, False)
+    return Sifted(tuple(samples), spell, True)
+
+
+@dataclass(frozen=True)
+class SpellCount:
+    """How far a run's slow spells reached: processes touched by one (a sample or more set aside) and
+    covered (too few samples outside it: read as measured), of all its timed processes, and samples."""
+
+    processes: int = 0
+    touched: int = 0
+    covered: int = 0
+    samples: int = 0
+    in_spell: int = 0
+
+    def add(self, s: Sifted, samples: int) -> SpellCount:
+        return SpellCount(self.processes + 1, self.touched + (s.in_spell > 0 and not s.covered),
+                          self.covered + s.covered, self.samples + samples, self.in_spell + s.in_spell)
+
+    @property
+    def share(self) -> float:
+        """The share of processes a spell reached (touched or covered)."""
+        return (self.touched + self.covered) / self.processes if self.processes else 0.0
+
+    def to_json(self) -> dict[str, int]:
+        return {"processes": self.processes, "touched": self.touched, "covered": self.covered,
+                "samples": self.samples, "in_spell": self.in_spell}
