@@ -21,6 +21,7 @@ from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.stats.measurement import Measurement
 from arraybench.stats.paired import Pairing
+from arraybench.stats.spells import reached
 from arraybench.units import format_seconds
 
 NOT_RUN = ("unsupported", "unavailable")
@@ -65,7 +66,8 @@ class ReportData:
         # Each case's log point by round and its run's pairing, what pairs it with its rivals
         # (bracket.side), and how many of its processes a slow spell reached.
         paired = {(name[res.machine_key(r)], r.id): (tuple(sorted(res.reading.rounds(r).items())), res.reading.pairing,
-                                                     sum(p.sifted.in_spell > 0 for p in res.reading.processes(r)))
+                                                     sum(reached(p.sifted, p.measured)
+                                                         for p in res.reading.processes(r)))
                   for res in results for r in res.records if r.status == "ok"}
         headers = {name[res.machine_key()]: {**res.header, "analysis": analysis(res)} for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
@@ -289,7 +291,7 @@ def analysis(res: Results) -> dict[str, Any]:
             "bimodal_processes": sum(1 for r in latest for p in r.replicates if p.bimodal)}
 
 
-# Below this share of processes reached by a slow spell, and below BUSY_HOST, a host was quiet.
+# Below this share of processes reached by a slow spell (spells.REACHED), and below BUSY_HOST, a host was quiet.
 QUIET_SPELLS = 0.05
 
 
@@ -303,15 +305,17 @@ def host_line(data: ReportData) -> str:
         if not spells.get("processes"):
             continue
         share = (spells["touched"] + spells["covered"]) / spells["processes"]
+        samples = spells["in_spell"] / spells["samples"] if spells.get("samples") else 0.0
         whole = spells["covered"] / spells["processes"]
         where = f" ({machine})" if len(data.headers) > 1 else ""
         speed = f"; its reference loop ran {slow:.2f}× its full speed at the median" if slow else ""
+        reach = (f"slow spells reached {100 * share:.0f} % of processes ({100 * whole:.0f} % whole) and "
+                 f"{100 * samples:.0f} % of samples{speed}")
         if share < QUIET_SPELLS and (slow or 1.0) <= BUSY_HOST:
-            lines.append(f"Host{where}: quiet (a slow spell reached {100 * share:.0f} % of processes{speed}).")
+            lines.append(f"Host{where}: quiet ({reach}).")
             continue
-        lines.append(f"Host{where}: noisy: slow spells reached {100 * share:.0f} % of processes ({100 * whole:.0f} % "
-                     f"whole){speed}: the samples a spell reached are set aside where the reference or the "
-                     "threads' wait beside them saw it, and each claim reads its rivals round by round.")
+        lines.append(f"Host{where}: noisy: {reach}. The samples a spell reached are set aside where the reference "
+                     "or the threads' wait beside them saw it, and each claim reads its rivals round by round.")
     return "\n".join(lines)
 
 

@@ -50,8 +50,8 @@ class CaseView(CaseRecord):
                                                                "its rivals", default=())
     pairing: Pairing | None = described("", "its run's pairing of rivals (stats.paired.Pairing): two cases are "
                                             "compared round by round only under the same one")
-    spelled: int = described("processes", "its processes that a slow spell of the host reached (stats/spells.py)",
-                             default=0)
+    spelled: int = described("processes", "its processes that a slow spell of the host reached (a quarter of their "
+                                           "samples or more set aside, or covered: stats/spells.py)", default=0)
 
     @classmethod
     def of(cls, r: CaseRecord, **figures: Any) -> CaseView:

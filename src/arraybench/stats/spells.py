@@ -111,10 +111,22 @@ def sift(samples: Sequence[float], refs: Sequence[float] | None, level: float | 
     return Sifted(tuple(samples), spell, True)
 
 
+# A process counts as reached by a spell (SpellCount, the report's lines) where at least this share of
+# its samples was set aside: on a quiet host one sample in thirty reads its reference 20 % slow now
+# and then, and that is no spell of the process's.
+REACHED = 0.25
+
+
+def reached(s: Sifted, samples: int) -> bool:
+    """Whether a spell reached a process: it covered it, or took REACHED of its samples."""
+    return s.covered or s.in_spell >= REACHED * samples
+
+
 @dataclass(frozen=True)
 class SpellCount:
-    """How far a run's slow spells reached: processes touched by one (a sample or more set aside) and
-    covered (too few samples outside it: read as measured), of all its timed processes, and samples."""
+    """How far a run's slow spells reached: processes a spell reached (a quarter of their samples or
+    more set aside: `touched`) and covered (too few samples outside it: read as measured, or set aside
+    whole where the case has others), of all its timed processes, and samples."""
 
     processes: int = 0
     touched: int = 0
@@ -123,7 +135,7 @@ class SpellCount:
     in_spell: int = 0
 
     def add(self, s: Sifted, samples: int) -> SpellCount:
-        return SpellCount(self.processes + 1, self.touched + (s.in_spell > 0 and not s.covered),
+        return SpellCount(self.processes + 1, self.touched + (reached(s, samples) and not s.covered),
                           self.covered + s.covered, self.samples + samples, self.in_spell + s.in_spell)
 
     @property
