@@ -9,13 +9,13 @@ from __future__ import annotations
 import sys
 
 from arraybench import __version__
-from arraybench.cli import compare, info, publish, report, run, store
+from arraybench.cli import compare, info, lint, publish, report, run, store
 from arraybench.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, Terminated
 from arraybench.cli.options import Parser
 from arraybench.errors import UsageError
 
 COMMANDS = {**run.COMMANDS, **info.COMMANDS, **report.COMMANDS, **store.COMMANDS, **compare.COMMANDS,
-            **publish.COMMANDS}
+            **publish.COMMANDS, **lint.COMMANDS}
 
 
 def build_parser() -> Parser:
@@ -29,6 +29,7 @@ def build_parser() -> Parser:
     store.add_parsers(sub)
     compare.add_parser(sub)
     publish.add_parsers(sub)
+    lint.add_parser(sub)
     return p
 
 
