@@ -426,6 +426,21 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
     return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec.status}")
 
 
+def spelled(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
+    """`c`, too noisy to say where every process of one side ran in a slow spell of its host
+    (stats/spells.py): nothing of that side was measured outside one, so no change of it is known,
+    whatever the intervals say. Two runs of PyTorch's 165² matmul beside a neighbour read 15.8 ms
+    (its 2-thread pool stalled in every process, its threads waiting a core's worth throughout) and
+    65 µs, and compare called it 250× faster."""
+    sides = [side for side, res, rec in (("base", base, c.base), ("new", new, c.new)) if res.reading.covered(rec)]
+    if not sides or c.verdict not in (SLOWER, FASTER) or c.result is None:
+        return c
+    why = (f"every process of {' and '.join(sides)} ran in a slow spell of its host (its threads waited for a "
+           "CPU another process held, or its reference ran slow)")
+    return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
+                               note="; ".join(filter(None, (why, c.note))))
+
+
 def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False,
                  threshold: float = DEFAULT_THRESHOLD, level: float = ALPHA) -> str:
     """What a reader should know about how far this verdict can be trusted; `pooled`: both runs
@@ -547,6 +562,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              dataclasses.replace(c, result=(a := next(found)), verdict=a.verdict,
                                  note=verdict_note(a, c.base, c.new, pooled, threshold, level))
              for c in cases]
+    cases = [spelled(c, base, new) for c in cases]
     return Comparison(
         base_name=names[0],
         new_name=names[1],

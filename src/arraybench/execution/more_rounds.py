@@ -162,6 +162,14 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         groups.sort(key=lambda g: rule.rounds_to_decide(g[1], rounds) * g[2] if g[2] > 0 else 0.0)
         going = []
         for group, found, cost in groups:
+            if any(res.reading.covered(latest[cid]) for cid in group):
+                # Every process of a case ran in a slow spell: no number of it stands yet, whatever
+                # its questions say. A round more, while the rounds and the budget allow.
+                if rounds < rule.max_rounds and budget.claim(cost):
+                    going += [by_id[cid] for cid in group]
+                else:
+                    stopped.update(dict.fromkeys(group, MAX_ROUNDS if rounds >= rule.max_rounds else BUDGET))
+                continue
             if not found:  # nothing asked of it: the planned rounds, no more
                 going += [by_id[cid] for cid in group] if rounds < planned else []
                 continue

@@ -25,7 +25,7 @@ from arraybench.stats import bracket
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import Pairing, all_differences, paired_prior
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
-from arraybench.stats.spells import Sifted, SpellCount, sift, usual_wait, window_level
+from arraybench.stats.spells import Sifted, SpellCount, sift, window_level
 
 Window = tuple[Any, ...]  # rivals(record), its machine and the round
 
@@ -94,7 +94,6 @@ class Reading:
     """
 
     levels: Mapping[Window, float] = field(default_factory=dict)
-    usual: Mapping[str, float] = field(default_factory=dict)  # each case's usual threads' wait, by id
     prior: VariancePrior = NO_PRIOR
     pairing: Pairing | None = None
     spells: SpellCount = SpellCount()
@@ -104,9 +103,13 @@ class Reading:
         """Every process of `r`, each with the samples of its spells set aside."""
         if not r.samples_s:
             return []
-        usual = self.usual.get(r.id)
-        return [Process(p.round, sift(p.samples, p.refs, self.levels.get(window(r, p.round)), p.waits, usual),
+        return [Process(p.round, sift(p.samples, p.refs, self.levels.get(window(r, p.round)), p.waits),
                         p.loops, len(p.samples)) for p in split(r)]
+
+    def covered(self, r: CaseRecord) -> bool:
+        """Whether a spell covered every process of `r`: nothing measured it outside one."""
+        procs = self.processes(r)
+        return bool(procs) and all(p.sifted.covered for p in procs)
 
     def kept(self, r: CaseRecord) -> list[Process]:
         """The processes `r` is read from: those a spell did not cover, where it has any (one covered
@@ -146,8 +149,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
     """
     latest = {r.id: r for r in records}
     levels = window_levels(latest.values())
-    usual = {r.id: level for r in latest.values() if r.cpu_wait and (level := usual_wait(r.cpu_wait)) is not None}
-    bare = Reading(levels, usual, full_speed_s=full_speed)
+    bare = Reading(levels, full_speed_s=full_speed)
     alone = {id(r): bare.measured(r) for r in records}
     prior = fit_prior((m.own_process_variance, m.processes - 1) for r in latest.values()
                       if (m := alone[id(r)]) is not None and m.processes > 1)
@@ -155,7 +157,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
     for r in latest.values():
         for p in bare.processes(r):
             spells = spells.add(p.sifted, p.measured)
-    reading = Reading(levels, usual, prior, None, spells, full_speed)
+    reading = Reading(levels, prior, None, spells, full_speed)
     out = []
     for r in records:
         m = alone[id(r)]
@@ -165,7 +167,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             continue
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
-    return out, Reading(levels, usual, prior, pairing, spells, full_speed)
+    return out, Reading(levels, prior, pairing, spells, full_speed)
 
 
 def window_levels(records: Iterable[CaseRecord]) -> dict[Window, float]:

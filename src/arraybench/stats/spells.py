@@ -14,19 +14,20 @@ n = 1000, processes of 0.78, 1.50 and 0.84 µs). Two things timed beside each sa
   kernel loses half its cores (3.3× slower on the 2-core VM); its threads' wait says so.
 
 A sample is judged by its reference against its *window* (the samples measured together: one round
-of one workload at one parameter point, every backend·mode taking turns; a process alone is a
+of one workload at one parameter point, its rivals one after the other; a process alone is a
 window of its own), whose level is the WINDOW_QUANTILE of its references, the host at its best
-while they were taken; and by its wait against its *case's* usual wait (the WINDOW_QUANTILE of the
-case's waits over all its processes: a framework whose own threads wait on each other always
-does). It was taken in a spell when its reference ran more than SPELL_FACTOR times its window's
-level, or its threads waited WAIT_BAR of its time more than the case's usual. Such samples are set
-aside where enough of the process's samples were not (`enough`); a process with fewer is *covered*
-by its spell, and is set aside itself where its case has a process that is not
-(results/reading.py), so that it pairs with no rival either: one process of two rivals hit 6× and
-the other 1.9× in one burst (a 2-thread matmul in PyTorch and in JAX) is no ratio of theirs. What
-neither signal sees reaches every backend·mode of the window alike, since they take turns, and a
-paired ratio cancels it (stats/paired.py). A spell therefore moves a point or a ratio by no more
-than the share of the data it reached, and none where it was seen.
+while they were taken; and by its threads' wait, which counts only waits of another process's
+timeslice (a framework's own threads handing work to each other wait microseconds and are not
+counted). It was taken in a spell when its reference ran more than SPELL_FACTOR times its window's
+level, or its threads waited WAIT_BAR of its time or more. Such samples are set aside where enough
+of the process's samples were not (`enough`); a process with fewer is *covered* by its spell, and
+is set aside itself where its case has a process that is not (results/reading.py), so that it
+pairs with no rival either: one process of two rivals hit 6× and the other 1.9× in one burst (a
+2-thread matmul in PyTorch and in JAX) is no ratio of theirs. A case every process of which a
+spell covered has no number a spell did not reach: further rounds go to it, and compare calls no
+change of it. What neither signal sees reaches rivals measured seconds apart nearly alike, and a
+paired ratio reads it as the round's (stats/paired.py). A spell therefore moves a point or a ratio
+by no more than the share of the data it reached, and none where it was seen.
 
 The reference is judged relative to its window, not to the run: a host that runs at one slower
 speed for minutes is slower for every case of those minutes alike, and setting aside everything
@@ -46,8 +47,11 @@ WINDOW_QUANTILE = 0.1
 # The reference itself varies by a few per cent between timings of a quiet host (it keeps the fastest
 # of three); the spells on the 2-core VM read 1.4-1.8×.
 SPELL_FACTOR = 1.2
-# A sample whose threads waited for a CPU this share of its time more than its case usually does was
-# taken beside a neighbour: on the 2-core VM such samples waited 69 % of their time (median), the rest 0.
+# A sample whose threads waited this share of its time for a CPU another process held was taken beside
+# a neighbour: on the 2-core VM such samples waited 69 % of their time (median), the rest 0. Against a
+# case's own usual wait instead, a case whose every process a neighbour stalled (PyTorch's 2-thread
+# pool, 100-250× slow, waiting a whole core's worth throughout) read as its own usual, and two runs
+# of it were called 250× apart.
 WAIT_BAR = 0.1
 # At least this many of a process's samples, and half of them, must lie outside spells for the rest to
 # be set aside (one when it had one or two): fewer clean samples than that say less than all of them.
@@ -57,14 +61,6 @@ MIN_CLEAN = 3
 def window_level(refs: Sequence[float]) -> float | None:
     """The host's best speed over a window's reference timings: their WINDOW_QUANTILE; None without any."""
     good = sorted(r for r in refs if r > 0 and math.isfinite(r))
-    if not good:
-        return None
-    return good[min(len(good) - 1, int(WINDOW_QUANTILE * len(good)))]
-
-
-def usual_wait(waits: Sequence[float]) -> float | None:
-    """A case's usual wait for a CPU over its samples: their WINDOW_QUANTILE; None without any."""
-    good = sorted(w for w in waits if w >= 0 and math.isfinite(w))
     if not good:
         return None
     return good[min(len(good) - 1, int(WINDOW_QUANTILE * len(good)))]
@@ -85,22 +81,22 @@ class Sifted:
     covered: bool
 
 
-def in_spell(ref: float | None, wait: float | None, level: float | None, usual: float | None) -> bool:
+def in_spell(ref: float | None, wait: float | None, level: float | None) -> bool:
     """Whether a sample with this reference (`ref`) and threads' wait (`wait`) was taken in a spell:
-    its reference over SPELL_FACTOR × its window's `level`, or its wait WAIT_BAR over its case's `usual`."""
+    its reference over SPELL_FACTOR × its window's `level`, or its wait WAIT_BAR or more."""
     slow = ref is not None and level is not None and ref > SPELL_FACTOR * level
-    return slow or (wait is not None and usual is not None and wait > usual + WAIT_BAR)
+    return slow or (wait is not None and wait >= WAIT_BAR)
 
 
 def sift(samples: Sequence[float], refs: Sequence[float] | None, level: float | None,
-         waits: Sequence[float] | None = None, usual: float | None = None) -> Sifted:
+         waits: Sequence[float] | None = None) -> Sifted:
     """`samples` less those taken in a spell (`in_spell`: `refs` and `waits` beside each sample, `level`
-    the window's, `usual` the case's). Without either signal, all of them."""
+    the window's). Without either signal, all of them."""
     refs = refs if refs and len(refs) == len(samples) and level is not None else None
-    waits = waits if waits and len(waits) == len(samples) and usual is not None else None
+    waits = waits if waits and len(waits) == len(samples) else None
     if refs is None and waits is None:
         return Sifted(tuple(samples), 0, False)
-    flags = [in_spell(refs[i] if refs else None, waits[i] if waits else None, level, usual)
+    flags = [in_spell(refs[i] if refs else None, waits[i] if waits else None, level)
              for i in range(len(samples))]
     clean = tuple(s for s, spell in zip(samples, flags, strict=True) if not spell)
     spell = len(samples) - len(clean)
