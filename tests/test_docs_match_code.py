@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from arraybench.execution.session import FIRST_ROUNDS
 from arraybench.planning.settings import sampling
 
 ROOT = Path(__file__).parents[1]
@@ -28,4 +29,7 @@ def test_the_readme_states_the_sampling_each_kind_of_run_uses():
     assert f"a plain run or a suite {span(plain)}, `--quick` {span(quick)}" in readme
     assert f"`--workload-file` {span(chosen)}" in readme
     assert f"({chosen.min_time:g}–{chosen.max_time:g} s a process; the default suite {span(plain)})" in readme
-    assert f"each case in {plain.processes} fresh worker processes" in readme
+    bench = " ".join((ROOT / "docs" / "bench.md").read_text().split())
+    # docs/bench.md says how many processes each case gets: the first rounds, then the plan's for the open ones.
+    assert ({2: "two"}[FIRST_ROUNDS], {3: "third"}[plain.processes]) == ("two", "third")
+    assert f"Every case gets two fresh worker processes; the third that `--processes {plain.processes}` plans" in bench
