@@ -40,8 +40,9 @@ CELL = 4  # the notebook's cell 4: the document's lines 88-94
 WORKLOAD = "f_cell4"
 CPU_ONLY = {"JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
 # What %timeit prints: "1.23 s ± 4.56 ms per loop (mean ± std. dev. of 7 runs, 1 loop each)".
-TIMEIT = re.compile(r"([\d.]+) (ns|µs|us|ms|s) ± ([\d.]+) (ns|µs|us|ms|s) per loop")
-UNIT = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+# IPython writes a Greek mu (U+03BC), a micro sign (U+00B5) elsewhere.
+TIMEIT = re.compile(r"([\d.]+) (ns|µs|μs|us|ms|s) ± ([\d.]+) (ns|µs|μs|us|ms|s) per loop")
+UNIT = {"ns": 1e-9, "µs": 1e-6, "μs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def document_code(n: int) -> str:
