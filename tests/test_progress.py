@@ -46,8 +46,8 @@ def test_progress_lines_name_the_device(tmp_path: Path):
     cases = [Case("w", (("n", 1),), "numpy", "eager", "float64", 1, device) for device in ("cpu", "cpu:2")]
     runner(tmp_path, 1, FakePool(), on_record=progress, on_replicate=progress.replicate).run(cases)
     lines = sorted(out.getvalue().splitlines())
-    assert lines[0].endswith("w[None] numpy-eager on cpu: 1 ms ok")
-    assert lines[1].endswith("w[None] numpy-eager on cpu:2: 1 ms ok")
+    assert lines[0].endswith("w[None] numpy·eager·cpu: 1 ms ok")
+    assert lines[1].endswith("w[None] numpy·eager·cpu:2: 1 ms ok")
 
 
 def test_the_counter_moves_with_each_process_not_only_with_each_case(tmp_path: Path):

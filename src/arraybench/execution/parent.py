@@ -45,7 +45,7 @@ from arraybench.execution.protocol import (
 from arraybench.machine import device_survey
 from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import VISIT_S, TimerConfig
-from arraybench.planning.case import Case, base_id, rivals
+from arraybench.planning.case import Case, base_id, label, rivals
 from arraybench.planning.devices import kind_of
 from arraybench.results import ResultsWriter, measured
 from arraybench.results.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
@@ -705,9 +705,10 @@ class WorkerPool:
 
 
 def progress_label(rec: Mapping[str, Any]) -> str:
-    """How progress names a case: workload[size] backend-mode, and its device (cpu and cpu:2 are two cases)."""
-    env = f" @{rec['env']}" if rec.get("env") else ""  # --env: the same case in each environment
-    return f"{rec['workload']}[{rec.get('size')}] {rec['backend']}-{rec['mode']} on {rec.get('device') or 'cpu'}{env}"
+    """How progress names a case: workload[size] and its configuration as every output names it
+    (planning.case.label: backend·mode·device, and [env] in a run of several environments); the
+    device always, since cpu and cpu:2 are two cases."""
+    return f"{rec['workload']}[{rec.get('size')}] {label(rec, device=True)}"
 
 
 class Progress:
