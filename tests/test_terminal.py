@@ -56,7 +56,7 @@ def test_the_progress_bar_shows_count_eta_and_the_last_result(no_tty_env):
     bar(rec)
     bar({**rec, "id": "b", "backend": "jax", "status": "crashed", "median_s": None})
     text = out.getvalue()
-    assert "2/2" in text and "ETA" in text and "linreg[2] jax-eager" in text and "CRASHED" in text
+    assert "2/2" in text and "ETA" in text and "linreg[2] jax·eager" in text and "CRASHED" in text
     assert bar.bar.finished and not bar.bar.live.is_started  # stopped itself at the last case
 
 
@@ -71,7 +71,7 @@ def test_the_progress_bar_counts_processes_and_names_the_device(no_tty_env):
     bar.replicate(rec, 1)
     bar.close()  # draws the last state
     text = out.getvalue()
-    assert "processes" in text and "2/6" in text and "linreg[2] torch-eager on cpu:2 process 2/3" in text
+    assert "processes" in text and "2/6" in text and "linreg[2] torch·eager·cpu:2 process 2/3" in text
 
 
 def test_an_interrupted_run_leaves_no_bar_redrawing(no_tty_env):
