@@ -12,7 +12,8 @@ from conftest import at_once
 
 from arraybench.envs import EnvSpec, parse_envs, prepare
 from arraybench.envs import build as envbuild
-from arraybench.envs.spec import MIN_PYTHON
+from arraybench.envs.sources import pin_all
+from arraybench.envs.spec import MIN_PYTHON, EnvRequirement
 from arraybench.errors import UsageError
 from arraybench.machine import environment
 
@@ -40,9 +41,10 @@ def test_each_form_of_env_reads_as_its_kind_with_its_own_variables():
     old, np23, base, mine = parse_envs(
         ["old:jax==0.9.2", "np23:numpy==2.3.5  numba", "base:", f"mine:@{sys.executable}"],
         ["old:JAX_ENABLE_X64=1", "old:XLA_FLAGS=--a=b", "mine:EMPTY="])
-    assert old == EnvSpec("old", "requirements", ("jax==0.9.2",), env_vars=(("JAX_ENABLE_X64", "1"),
-                                                                             ("XLA_FLAGS", "--a=b")))
-    assert np23.requirements == ("numpy==2.3.5", "numba") and np23.env_vars == ()
+    assert old == EnvSpec("old", "requirements", (EnvRequirement("jax==0.9.2", "index", "jax==0.9.2"),),
+                          env_vars=(("JAX_ENABLE_X64", "1"), ("XLA_FLAGS", "--a=b")), text="jax==0.9.2")
+    assert [r.text for r in np23.requirements] == ["numpy==2.3.5", "numba"] and np23.env_vars == ()
+    assert np23.describe() == "numpy==2.3.5 numba"
     assert base == EnvSpec("base", "current")
     assert mine.kind == "interpreter" and mine.python == Path(sys.executable) and mine.env_vars == (("EMPTY", ""),)
 
@@ -53,7 +55,7 @@ def test_each_form_of_env_reads_as_its_kind_with_its_own_variables():
     ("a b:six", "a name is letters, digits"),
     ("-x:six", "a name is letters, digits"),
     ("t:numpy==0.0.0.nonexistent", "cannot read the requirement 'numpy==0.0.0.nonexistent'"),
-    ("t:numpy >=2", "cannot read the requirement '>=2'"),
+    ("t:numpy >=", "cannot read the requirement '>='"),
     ("mine:@", "write the interpreter after '@'"),
     ("mine:@/no/such/python", "there is no interpreter at '/no/such/python'"),
     ("mine:@no-such-python-arraybench", "there is no 'no-such-python-arraybench' on PATH"),
@@ -127,8 +129,12 @@ def test_an_interpreter_without_arraybench_is_one_line_saying_how_to_install_it(
 SOURCE = envbuild.Source(("-e", "/src/arraybench"), "/src/arraybench 0123", ROOT)
 
 
+def pinned(spec: EnvSpec) -> tuple:
+    return pin_all(spec.name, spec.requirements, envbuild.copies_dir())
+
+
 def key(requirements: str, source: envbuild.Source = SOURCE, cuda: bool = False) -> str:
-    return envbuild.recipe(parse_envs([f"t:{requirements}"])[0], source, cuda).key()
+    return envbuild.recipe(pinned(parse_envs([f"t:{requirements}"])[0]), source, cuda).key()
 
 
 def test_the_same_requirements_in_another_order_or_spelling_are_the_same_environment():
@@ -147,18 +153,38 @@ def test_another_version_of_a_requirement_python_or_arraybench_is_another_enviro
 
 def test_without_cuda_torch_comes_from_the_cpu_index_pinned_as_ci_pins_it_unless_the_spec_names_torch():
     pins = tuple(line for line in (ROOT / "constraints.txt").read_text().splitlines() if "+cpu" in line)
-    spec = parse_envs(["t:six"])[0]
+    spec = pinned(parse_envs(["t:six"])[0])
     assert envbuild.recipe(spec, SOURCE, cuda=False).constraints == pins
     assert envbuild.recipe(spec, SOURCE, cuda=False).torch_backend == "cpu"
-    assert envbuild.recipe(parse_envs(["t:torch==2.12.0"])[0], SOURCE, cuda=False).constraints == ()
+    assert envbuild.recipe(pinned(parse_envs(["t:torch==2.12.0"])[0]), SOURCE, cuda=False).constraints == ()
+    assert envbuild.recipe(pinned(parse_envs(["t:torch @ https://h/torch.whl"])[0]), SOURCE,
+                           cuda=False).constraints == ()
     assert envbuild.recipe(spec, SOURCE, cuda=True).constraints == ()
     assert envbuild.recipe(spec, SOURCE, cuda=True).torch_backend == "auto"
 
 
-def test_this_checkout_is_installed_editable_and_its_pyproject_is_part_of_the_key():
+def test_this_checkout_is_installed_editable_with_what_user_workloads_need_and_its_pyproject_is_part_of_the_key():
     source = envbuild.arraybench_source()
-    assert source.install == ("-e", str(ROOT)) and source.root == ROOT
-    assert str(ROOT) in source.identity
+    assert source.install == ("-e", f"{ROOT}[user]") and source.root == ROOT
+    assert f"{ROOT}[user]" in source.identity
+    user = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["user"]
+    assert [r.split(">")[0] for r in user] == ["array-api-compat"]
+
+
+def test_an_installed_arraybench_is_installed_again_from_its_commit_else_its_release(monkeypatch):
+    """arraybench is not on PyPI: one installed from its git URL gives each environment that commit."""
+    class Installed:
+        def __init__(self, direct_url):
+            self.direct_url = direct_url
+
+        def read_text(self, name):
+            return self.direct_url
+
+    url = '{"url": "https://host/arraybench", "vcs_info": {"vcs": "git", "commit_id": "' + "c" * 40 + '"}}'
+    monkeypatch.setattr(envbuild.importlib.metadata, "distribution", lambda name: Installed(url))
+    assert envbuild.installed_from() == f"arraybench[user] @ git+https://host/arraybench@{'c' * 40}"
+    monkeypatch.setattr(envbuild.importlib.metadata, "distribution", lambda name: Installed(None))
+    assert envbuild.installed_from() == f"arraybench[user]=={envbuild.arraybench.__version__}"
 
 
 @pytest.mark.parametrize("variables, where", [
@@ -198,6 +224,10 @@ class FakeUv:
         progress("Installed 1 package in 1ms")
 
 
+def python_for(spec: EnvSpec, progress) -> Path:
+    return envbuild.python_for(spec, pinned(spec), progress)
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ARRAYBENCH_CACHE", str(tmp_path / "cache"))
@@ -210,23 +240,23 @@ def test_a_built_environment_is_reused_without_running_uv(cache, monkeypatch):
     uv, lines = FakeUv(), []
     monkeypatch.setattr(envbuild, "run_uv", uv)
     spec = parse_envs(["t:six==1.16.0"])[0]
-    python = envbuild.python_for(spec, lines.append)
+    python = python_for(spec, lines.append)
     assert [c[1] for c in uv.calls] == ["venv", "pip"] and "Installed 1 package in 1ms" in lines
     assert python.parent.parent.parent == cache and (python.parent.parent / envbuild.ENV_FILE).is_file()
     assert sorted(p.name for p in cache.iterdir()) == [".lock", python.parent.parent.name]  # nothing half-built
     lines.clear()
-    assert envbuild.python_for(parse_envs(["again:SIX==1.16.0"])[0], lines.append) == python
+    assert python_for(parse_envs(["again:SIX==1.16.0"])[0], lines.append) == python
     assert len(uv.calls) == 2 and not any("building" in line for line in lines)
 
 
 def test_a_failed_build_leaves_no_directory_and_a_killed_ones_leftovers_are_cleared(cache, monkeypatch):
     monkeypatch.setattr(envbuild, "run_uv", FakeUv(fail="no solution"))
     with pytest.raises(UsageError, match="no solution"):
-        envbuild.python_for(parse_envs(["t:six==0.0.1"])[0], print)
+        python_for(parse_envs(["t:six==0.0.1"])[0], print)
     assert [p for p in cache.iterdir() if p.is_dir()] == []
     (cache / ".build-0123456789abcdef-dead").mkdir()  # a run killed mid-build
     monkeypatch.setattr(envbuild, "run_uv", FakeUv())
-    python = envbuild.python_for(parse_envs(["t:six"])[0], print)
+    python = python_for(parse_envs(["t:six"])[0], print)
     assert [p for p in cache.iterdir() if p.is_dir()] == [python.parent.parent]
 
 
@@ -237,7 +267,7 @@ def test_two_runs_wanting_one_environment_at_once_build_it_once(cache, monkeypat
     spec, seen = parse_envs(["t:six"])[0], []
 
     def want():
-        seen.append(envbuild.python_for(spec, lambda line: line.startswith("waiting") and release.set()))
+        seen.append(python_for(spec, lambda line: line.startswith("waiting") and release.set()))
 
     assert at_once(want, 2) == []
     assert len(seen) == 2 and seen[0] == seen[1]
@@ -276,7 +306,7 @@ def test_uv_builds_a_small_environment_shows_its_progress_and_the_next_run_reuse
         raise AssertionError("uv ran for a cached environment")
 
     monkeypatch.setattr(envbuild, "run_uv", no_uv)
-    assert envbuild.python_for(parse_envs(["again:six==1.16.0"])[0], print) == python
+    assert python_for(parse_envs(["again:six==1.16.0"])[0], print) == python
     assert os.access(python, os.X_OK)
 
 

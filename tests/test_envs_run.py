@@ -111,9 +111,11 @@ def test_the_report_keeps_each_environments_cases_apart(tmp_path, undrawn_plots)
     assert "numpy·eager [new] is fastest" in rep.markdown.read_text()
 
 
-def _two_env_run(path: Path, slowdown: float, drift: list[float], rounds: int = 4) -> Path:
+def _two_env_run(path: Path, slowdown: float, drift: list[float], rounds: int = 4,
+                 environments: dict | None = None) -> Path:
     """A results file of one run over environments old and new: each case's process in round k
-    took base·drift[k] (old) and base·drift[k]·slowdown (new), a few samples each."""
+    took base·drift[k] (old) and base·drift[k]·slowdown (new), a few samples each; `environments`,
+    the header's (by default numpy 2.3.5 against 2.4.6, as files before packages were recorded)."""
     from dataclasses import replace
 
     from arraybench.execution.parent import merge_processes
@@ -124,9 +126,10 @@ def _two_env_run(path: Path, slowdown: float, drift: list[float], rounds: int = 
               "settings": {"dtype": "float32", "threads": 1, "seed": 0},
               "environment": {"hostname": "box", "cpu_model": "cpu", "cpu_logical": 2, "gpus": [],
                               "versions": {"numpy": "2.4.6"}},
-              "environments": {"old": {"spec": "numpy==2.3.5", "versions": {"numpy": "2.3.5"}},
-                               "new": {"spec": "numpy==2.4.6", "versions": {"numpy": "2.4.6"},
-                                       "variables": {"PLANTED": f"{slowdown:g}"}}}}
+              "environments": environments or {
+                  "old": {"spec": "numpy==2.3.5", "versions": {"numpy": "2.3.5"}},
+                  "new": {"spec": "numpy==2.4.6", "versions": {"numpy": "2.4.6"},
+                          "variables": {"PLANTED": f"{slowdown:g}"}}}}
     w = ResultsWriter(path, header)
     for n in (1000, 2000, 4000, 8000):
         for env, factor in (("old", 1.0), ("new", slowdown)):

@@ -50,7 +50,7 @@ BAD_FILES = {
     "badrecord.jsonl": HEADER + '{"type": "case", "id": "x"}\n',
     "badtype.jsonl": HEADER + json.dumps({**RECORD, "params": "n=3"}) + "\n",
     "a_file": "not a directory\n",
-    "broken_workload.py": "import no_such_module_xyz\n",
+    "broken_workload.py": "from no_such_module_xyz import setup\nsetup()\n",
     "no_workload.py": "x = 1\n",
     "done/results.jsonl": HEADER,
     "r_empty/results.jsonl": "",
@@ -98,7 +98,8 @@ BAD_INPUTS = [
      "--resume {tmp}/done runs with the settings stored there; drop --backends"),
     ("run --workload-file {tmp}/missing.py", "workload file '{tmp}/missing.py' does not exist"),
     ("run --workload-file {tmp}/broken_workload.py",
-     "failed to import: ModuleNotFoundError: No module named 'no_such_module_xyz'"),
+     "the workload file calls no_such_module_xyz.setup() as it is imported, and no_such_module_xyz cannot be "
+     "imported here"),
     ("run --workload-file {tmp}/no_workload.py", "workload file '{tmp}/no_workload.py' defines no workload"),
     (f"run --workload-file {FAULTY} --workloads okk", "'okk'; did you mean 'ok'?"),
     ("rn", "argument command: invalid choice: 'rn'"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from arraybench.backends import BACKENDS, Backend, backend_class
-from arraybench.errors import UsageError, require_linux
+from arraybench.errors import UsageError, install_hint, require_linux
 from arraybench.measure import pitfalls
 from arraybench.planning.settings import run_settings
 from arraybench.results import Results
@@ -223,7 +223,7 @@ def workload(
     """
     if importlib.util.find_spec("array_api_compat") is None:
         raise UsageError("workloads written with @workload need array-api-compat "
-                         "(pip install 'arraybench[user]')")
+                         f"({install_hint(repr('arraybench[user]'))})")
 
     def make(fn: Callable[..., Any]) -> UserWorkload:
         label = name or fn.__name__

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from arraybench.errors import install_hint
 from arraybench.planning.devices import DeviceSpec, kind_of
 
 
@@ -109,7 +110,7 @@ class Backend:
     def installed(cls) -> tuple[bool, str]:
         """Whether the framework can be imported, with the reason and the fix when not."""
         if importlib.util.find_spec(cls.module) is None:
-            return False, f"{cls.module} is not installed (pip install 'arraybench[{cls.extra}]')"
+            return False, f"{cls.module} is not installed ({install_hint(repr(f'arraybench[{cls.extra}]'))})"
         return True, ""
 
     @classmethod
@@ -253,8 +254,23 @@ class Backend:
         """The array namespace user workloads compute with."""
         raise NotImplementedError
 
+    # --- memory on a device: the framework's own counters (measure/memory.py reads them) -------
+    # How the counters below measure, in a few words; None: no counter of the framework's (on the
+    # CPU, measure/memory.py reads the process's resident set instead).
+    memory_method: ClassVar[str | None] = None
+
+    def settle_memory(self) -> int | None:
+        """Before a phase of calls: reset the framework's peak and return the bytes in use now on the
+        case's device; None where the framework keeps no such count (the CPU, for every framework)."""
+        return None
+
     def peak_memory(self) -> int | None:
-        """Peak device memory in bytes since the case started (start_case), where the framework can tell."""
+        """The most bytes in use at once on the device since settle_memory (or start_case); None where
+        the framework cannot tell (JAX, whose peak cannot be reset, where no new high was reached)."""
+        return None
+
+    def reserved_memory(self) -> int | None:
+        """The bytes the framework's pool holds from the device now, in use or not; None: no pool count."""
         return None
 
     def prepare_jit(self) -> None:

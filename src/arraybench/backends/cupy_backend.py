@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable, to_host_tree
+from arraybench.errors import install_hint
 
 
 class CupyBackend(Backend):
@@ -42,7 +43,7 @@ class CupyBackend(Backend):
             import cupy
         except ImportError as e:
             raise Unavailable(
-                f"{e} (pip install 'arraybench[cupy-cuda12]', or 'arraybench[cupy-cuda13]' for CUDA 13)"
+                f"{e} ({install_hint(repr('arraybench[cupy-cuda12]'))}, or 'arraybench[cupy-cuda13]' for CUDA 13)"
             ) from e
         try:
             count = cupy.cuda.runtime.getDeviceCount()
@@ -189,7 +190,19 @@ class CupyBackend(Backend):
     def xp(self) -> Any:
         return self.cupy
 
+    memory_method = ("CuPy's default memory pool, emptied of its free blocks before a phase: its size after "
+                     "the phase is the phase's peak (blocks round up to 512 B, so a little above it)")
+
+    def settle_memory(self) -> int | None:
+        pool = self.cupy.get_default_memory_pool()
+        pool.free_all_blocks()
+        return int(pool.used_bytes())
+
     def peak_memory(self) -> int | None:
+        # The pool grows only when no free block fits, so emptied before a phase, its size is the phase's peak.
+        return int(self.cupy.get_default_memory_pool().total_bytes())
+
+    def reserved_memory(self) -> int | None:
         return int(self.cupy.get_default_memory_pool().total_bytes())
 
     def start_case(self) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable, to_host_tree
+from arraybench.errors import install_hint
 
 
 class JaxBackend(Backend):
@@ -40,7 +41,7 @@ class JaxBackend(Backend):
         try:
             import jax
         except ImportError as e:
-            raise Unavailable(f"{e} (pip install 'arraybench[jax]')") from e
+            raise Unavailable(f"{e} ({install_hint(repr('arraybench[jax]'))})") from e
         jax.config.update("jax_enable_x64", self.dtype == "float64")
         jax.config.update("jax_default_matmul_precision", "highest")
         try:
@@ -120,6 +121,56 @@ class JaxBackend(Backend):
     def xp(self) -> Any:
         return self.jax.numpy
 
+    memory_method = ("JAX's device memory_stats: bytes_in_use, peak_bytes_in_use (never reset: before each phase "
+                     "a block held on the device raises what is in use to the worker's peak so far, so that the "
+                     "phase's own peak is a new high), pool_bytes")
+    _peak_before: int | None = None  # peak_bytes_in_use when the phase began, the floor held (settle_memory)
+    _in_use: int | None = None  # bytes_in_use when the phase began, without the floor
+    _floor: Any = None  # the block that holds what is in use up to the peak so far, during a phase
+    _floor_bytes = 0
+
+    def _memory_stats(self) -> dict[str, Any] | None:
+        return self.dev.memory_stats() if self.kind != "cpu" else None
+
+    def _hold(self, nbytes: int) -> Any:
+        """A block of `nbytes` on the device, made there (no copy from the host) and ready."""
+        jnp = self.jax.numpy
+        return jnp.zeros((nbytes,), dtype=jnp.uint8, device=self.dev).block_until_ready()
+
+    def settle_memory(self) -> int | None:
+        """What is in use now. XLA's peak cannot be reset, so a phase that needs less than an earlier one
+        would leave it as it was: a block is held through the phase that brings what is in use up to
+        the peak so far, and any allocation of the phase then sets a new high, less the block."""
+        stats = self._memory_stats()
+        if not stats:
+            return None
+        self._floor, self._floor_bytes = None, 0
+        in_use, peak = stats.get("bytes_in_use"), stats.get("peak_bytes_in_use")
+        if in_use is not None and peak is not None and peak > in_use:
+            try:
+                self._floor = self._hold(peak - in_use)
+                held = self._memory_stats() or {}
+                self._floor_bytes = max(0, held.get("bytes_in_use", in_use) - in_use)
+                peak = held.get("peak_bytes_in_use", peak)
+            except Exception:  # no room for the block: the phase's peak is known only if it sets a new high
+                self._floor, self._floor_bytes = None, 0
+        self._in_use, self._peak_before = in_use, peak
+        return in_use
+
     def peak_memory(self) -> int | None:
-        stats = self.dev.memory_stats() if self.kind == "gpu" else None
-        return stats.get("peak_bytes_in_use") if stats else None
+        stats = self._memory_stats()
+        held, self._floor, self._floor_bytes = self._floor_bytes, None, 0
+        peak = stats.get("peak_bytes_in_use") if stats else None
+        if peak is None or self._peak_before is None:
+            return None if peak is None else int(peak)
+        if peak > self._peak_before:
+            return int(peak) - held
+        # No new high. With the block held up to the earlier peak, the phase never had more in use than
+        # when it began; without it, its peak lies somewhere under an earlier case's: unknown.
+        if self._in_use is not None and self._in_use + held >= self._peak_before:
+            return self._in_use
+        return None
+
+    def reserved_memory(self) -> int | None:
+        stats = self._memory_stats()
+        return stats.get("pool_bytes") if stats else None

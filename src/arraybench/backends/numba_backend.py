@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable
+from arraybench.errors import install_hint
 
 
 class NumbaBackend(Backend):
@@ -22,7 +23,7 @@ class NumbaBackend(Backend):
             import numba
             import scipy  # noqa: F401  (numba's np.dot needs SciPy's BLAS)
         except ImportError as e:
-            raise Unavailable(f"{e} (pip install 'arraybench[numba]')") from e
+            raise Unavailable(f"{e} ({install_hint(repr('arraybench[numba]'))})") from e
         self.numba = numba
 
     def info(self) -> dict[str, Any]:

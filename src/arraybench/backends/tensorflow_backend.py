@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable, to_host_tree
+from arraybench.errors import install_hint
 
 # What `import tensorflow` loads of Keras at once, only to register Keras's optimizers for loading
 # SavedModels: about 0.5 s of a worker's 3 s start, which no case uses. Blocked during the import
@@ -51,7 +52,7 @@ class TensorflowBackend(Backend):
         try:
             import tensorflow as tf
         except ImportError as e:
-            raise Unavailable(f"{e} (pip install 'arraybench[tensorflow]')") from e
+            raise Unavailable(f"{e} ({install_hint(repr('arraybench[tensorflow]'))})") from e
         finally:
             for m in blocked:
                 del sys.modules[m]
@@ -179,11 +180,30 @@ class TensorflowBackend(Backend):
     def xp(self) -> Any:
         return self.tf.experimental.numpy
 
-    def peak_memory(self) -> int | None:
-        if self.kind != "gpu":
+    memory_method = ("tf.config.experimental.get_memory_info: current, and peak since reset_memory_stats, of "
+                     "TensorFlow's allocator for the device (on the CPU, oneDNN's pool); how large the pool has "
+                     "grown it does not say")
+
+    def _memory_info(self) -> dict[str, int] | None:
+        """TensorFlow's own count for the case's device: its GPU allocator's, or on the CPU oneDNN's
+        pool's (TF_ENABLE_ONEDNN_OPTS, which keeps freed blocks, so the resident set would not see a
+        call reuse them); None where its allocator keeps none (the plain CPU allocator)."""
+        try:
+            return dict(self.tf.config.experimental.get_memory_info(self.dev_name.lstrip("/")))
+        except ValueError:  # "Allocator stats not available for device"
             return None
-        return self.tf.config.experimental.get_memory_info(self.dev_name.lstrip("/"))["peak"]
+
+    def settle_memory(self) -> int | None:
+        if self._memory_info() is None:
+            return None
+        self.tf.config.experimental.reset_memory_stats(self.dev_name.lstrip("/"))
+        info = self._memory_info()
+        return None if info is None else int(info["current"])
+
+    def peak_memory(self) -> int | None:
+        info = self._memory_info()
+        return None if info is None else int(info["peak"])
 
     def start_case(self) -> None:
-        if self.kind == "gpu":
+        if self._memory_info() is not None:
             self.tf.config.experimental.reset_memory_stats(self.dev_name.lstrip("/"))

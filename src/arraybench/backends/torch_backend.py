@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable, to_host_tree
+from arraybench.errors import install_hint
 from arraybench.machine.usercache import setup_dir
 
 # The command rank 0 broadcasts to its peers (execution/torch_peer.py), one int32 each: run the
@@ -46,7 +47,7 @@ class TorchBackend(Backend):
         try:
             import torch
         except ImportError as e:
-            raise Unavailable(f"{e} (pip install 'arraybench[torch]')") from e
+            raise Unavailable(f"{e} ({install_hint(repr('arraybench[torch]'))})") from e
         # N processes share the worker's cores: each gets its share of the threads, not all of them.
         torch.set_num_threads(max(1, self.threads // self.n_devices))
         torch.set_num_interop_threads(1)
@@ -251,10 +252,24 @@ class TorchBackend(Backend):
     def xp(self) -> Any:
         return self.torch
 
+    memory_method = ("torch.cuda: memory_allocated, max_memory_allocated since reset_peak_memory_stats (in use), "
+                     "max_memory_reserved (its caching allocator's pool)")
+
+    def settle_memory(self) -> int | None:
+        if self.kind != "gpu":
+            return None
+        self.torch.cuda.reset_peak_memory_stats(self.dev)
+        return int(self.torch.cuda.memory_allocated(self.dev))
+
     def peak_memory(self) -> int | None:
         if self.kind != "gpu":
             return None
         return int(self.torch.cuda.max_memory_allocated(self.dev))
+
+    def reserved_memory(self) -> int | None:
+        if self.kind != "gpu":
+            return None
+        return int(self.torch.cuda.max_memory_reserved(self.dev))
 
     def prepare_jit(self) -> None:
         # The first torch.compile in a process loads Inductor and checks its C++ toolchain: 3 s
@@ -289,4 +304,6 @@ class TorchBackend(Backend):
         if "torch._dynamo" in sys.modules:
             self.torch._dynamo.reset()
         if self.kind == "gpu":
+            # An earlier case's cached blocks would count in this one's pool (reserved_memory).
+            self.torch.cuda.empty_cache()
             self.torch.cuda.reset_peak_memory_stats(self.dev)

@@ -71,7 +71,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--backends", help="comma-separated backends (default: all)")
     run.add_argument("--modes", help="eager,jit,fd (default: all)")
     run.add_argument("--sizes", help="preset names and/or values of each workload's size parameter "
-                                     "(default: each workload's default presets)")
+                                     "(default: each workload's default presets); or fit:BYTES (e.g. fit:16G): "
+                                     "find each backend·mode's largest size whose memory fits (docs/memory.md)")
     run.add_argument("--params", help="override workload parameters, e.g. n=1000,iters=10")
     run.add_argument("--dtype", help=f"float32 or float64 (default {DEFAULTS.dtype}; the seeds suite sets its own)")
     run.add_argument("--threads", type=int, help=f"threads for every backend (default: the {default_threads()} "

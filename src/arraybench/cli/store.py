@@ -22,7 +22,7 @@ from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, being_written, flat_record, load_results
 from arraybench.results.run_ids import run_id
 from arraybench.store import STORE_ENV, RunSummary, Store, default_store, load
-from arraybench.store.history import Change, changes
+from arraybench.store.history import MEMORY, TIME, Change, changes
 from arraybench.store.postgres import redact
 
 # The store every command uses when --store is not given: over [tool.arraybench]'s `store`, under --store.
@@ -131,7 +131,11 @@ def history_changes(args: argparse.Namespace) -> int:
 def changes_text(found: list[Change], since: str, *, markdown: bool) -> str:
     """The changes as a list for people: the regressions first, then the improvements, each newest first."""
     lines = []
-    for title, part in (("slower", [c for c in found if c.slower]), ("faster", [c for c in found if not c.slower])):
+    groups = (("slower", [c for c in found if c.slower]),
+              ("faster", [c for c in found if c.kind == TIME and not c.slower]),
+              ("with more memory", [c for c in found if c.grew]),
+              ("with less memory", [c for c in found if c.kind == MEMORY and not c.grew]))
+    for title, part in groups:
         if part:
             lines.append(f"## {len(part)} {title}{since}" if markdown else f"{len(part)} {title}{since}:")
             lines += [f"- {c.text()}" if markdown else f"  {c.text()}" for c in part]

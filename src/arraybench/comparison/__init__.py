@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench.comparison import memory
 from arraybench.errors import UsageError
-from arraybench.machine import environment
+from arraybench.machine import environment, packages
 from arraybench.output import formats
 from arraybench.planning.case import label
 from arraybench.results import Planned, Results, measured
@@ -208,6 +209,7 @@ class CaseComparison:
     result: SampleComparison | None
     verdict: str
     note: str
+    memory: memory.MemoryChange | None = None  # its memory, new over base (comparison/memory.py)
 
 
 @dataclass(frozen=True)
@@ -355,13 +357,13 @@ def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]], reading: Rea
 
 def environment_side(res: Results, env: str) -> Results:
     """The records of one environment (`--env NAME`) of a run, as a run of their own: its header's
-    framework versions are that environment's, so compare names what differs between two."""
+    framework versions and `packages` are that environment's, so compare names what differs between two."""
     envs = res.header.get("environments") or {}
     if env not in envs:
         have = ", ".join(sorted(envs)) or "none: it was measured in one environment"
         raise UsageError(f"run {run_id(res.header)} has no environment {env!r} (its environments: {have})")
     header = {**res.header, "environment": {**res.environment, "versions": envs[env].get("versions") or {}},
-              "environment_name": env}
+              "environment_name": env, "packages": envs[env].get("packages")}
     if isinstance(res.header.get("plan_size"), int):  # the plan, measured once in each environment
         header["plan_size"] = res.header["plan_size"] // len(envs)
     # Named by the side, not in every row: the records drop their environment's name.
@@ -527,8 +529,19 @@ def environment_differences(base: Results, new: Results) -> list[str]:
 
     a, b = facts(base, infos[0]), facts(new, infos[1])
     missing = "—"
-    return [f"{k}: {a.get(k, missing)} → {b.get(k, missing)}"
-            for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+    differ = [k for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+    installed = package_sides(base, new)
+    if installed is None:
+        return [f"{k}: {a.get(k, missing)} → {b.get(k, missing)}" for k in differ]
+    # Where both sides record their packages, those say what the framework versions say, and where from.
+    return packages.changes(*installed) + [f"{k}: {a.get(k, missing)} → {b.get(k, missing)}"
+                                           for k in differ if not k.startswith("versions.")]
+
+
+def package_sides(base: Results, new: Results) -> tuple[dict[str, packages.Package], ...] | None:
+    """The packages of two environments' sides (environment_side), by name; None unless both record them."""
+    old, now = packages.of_environment(base.header), packages.of_environment(new.header)
+    return None if old is None or now is None else (old, now)
 
 
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
@@ -562,7 +575,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              dataclasses.replace(c, result=(a := next(found)), verdict=a.verdict,
                                  note=verdict_note(a, c.base, c.new, pooled, threshold, level))
              for c in cases]
-    cases = [spelled(c, base, new) for c in cases]
+    cases = with_memory([spelled(c, base, new) for c in cases], threshold, paired)
     return Comparison(
         base_name=names[0],
         new_name=names[1],
@@ -576,8 +589,22 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     )
 
 
+def with_memory(cases: list[CaseComparison], threshold: float, paired: bool) -> list[CaseComparison]:
+    """Each case with its memory change (comparison/memory.py), corrected across the cases that have one."""
+    found = [memory.change(c.base, c.new, paired) if c.base.status == c.new.status == "ok" else None for c in cases]
+    known = [m for m in found if m is not None]
+    qs = scipy_stats().false_discovery_control([m.estimate.p_value for m in known], method="bh") if known else []
+    decided = iter(memory.decided(known, [float(q) for q in qs], threshold))
+    return [dataclasses.replace(c, memory=next(decided) if m is not None else None) for c, m in zip(cases, found,
+                                                                                                      strict=True)]
+
+
 def headline(base: Results, new: Results) -> str | None:
     """One sentence when the runs are not like for like; the differences follow it."""
+    installed = package_sides(base, new)
+    if installed is not None and run_id(base.header) == run_id(new.header):
+        differ = packages.changed(*installed)
+        return f"The two environments differ in {packages.named(differ)}:" if differ else None
     what = []
     if environment.fingerprint(base.environment) != environment.fingerprint(new.environment):
         what.append("on different machines")
@@ -656,6 +683,9 @@ def render(cmp: Comparison, note: str | None, markdown: bool = False,
         geo = [[row, f"{g:.3f}", str(k)] for row, g, k in cmp.geometric_means()]
         if geo:
             blocks.append(table(GEO_HEADER, geo))
+        held = memory.table_rows([(c.label, c.row, c.memory) for c in cmp.cases if c.memory is not None])
+        if held:
+            blocks += ["Memory of a call (docs/memory.md)", table(memory.HEADER, held)]
     for side, only in ((cmp.base_name, cmp.only_base), (cmp.new_name, cmp.only_new)):
         if only:
             items = [f"- `{x}`" if markdown else f"  {x}" for x in only]
@@ -671,7 +701,7 @@ def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
              "ratio": c.result.ratio if c.result else None,
              "ci95_low": c.result.ci95[0] if c.result else None, "ci95_high": c.result.ci95[1] if c.result else None,
              "p_value": c.result.p_value if c.result else None, "verdict": c.verdict, "note": c.note,
-             "run_variance": c.result.run_variance if c.result else None}
+             "run_variance": c.result.run_variance if c.result else None, **memory.json_fields(c.memory)}
             for c in cmp.cases]
 
 

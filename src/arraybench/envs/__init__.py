@@ -1,10 +1,12 @@
 """The Python environments a run measures in, side by side (`--env NAME:SPEC`, `--env-var NAME:VAR=VALUE`).
 
-An environment is requirements that uv builds into a virtual environment (cached under the user's
-cache directory by the hash of what it is built from, and reused), an existing interpreter, or the
-one running arraybench. `parse_envs` reads the options into `EnvSpec`s with one-line errors;
-`prepare` turns them into `PreparedEnv`s: the interpreter each environment's workers run, its
-frameworks' versions, and the variables set for its workers only.
+An environment is requirements as pip takes them, or a commit of the user's repository (`git:REF`),
+that uv builds into a virtual environment (cached under the user's cache directory by the hash of
+what it is built from, each git ref as its commit and each local project as its content: sources.py,
+and reused), an existing interpreter, or the one running arraybench. `parse_envs` reads the options
+into `EnvSpec`s with one-line errors; `prepare` turns them into `PreparedEnv`s: the interpreter each
+environment's workers run, its frameworks' versions, its packages and where each came from, and the
+variables set for its workers only.
 """
 
 from arraybench.envs.prepared import PreparedEnv, prepare

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -22,14 +23,18 @@ from packaging.utils import canonicalize_name
 
 import arraybench
 from arraybench.backends.base import OWN_VARIABLES
+from arraybench.envs.sources import Pinned
 from arraybench.envs.spec import EnvSpec
-from arraybench.errors import UsageError
+from arraybench.errors import BUILT_MARK, UsageError
 from arraybench.machine import gpu
 from arraybench.machine.usercache import user_cache_dir
 
 Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
-ENV_FILE = "arraybench-env.json"  # in each cached environment: the recipe it was built from
+ENV_FILE = BUILT_MARK  # in each cached environment: the recipe it was built from
 CPU_BUILD = "+cpu"  # the local version tag of PyTorch's CPU wheels, as constraints.txt pins them
+# arraybench's extras every built environment gets: what a workload file of the user's needs (@workload
+# writes to the array API through array-api-compat), so that no case fails for want of it.
+EXTRAS = "[user]"
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,7 @@ class Source:
 class Recipe:
     """Everything an environment is built from; its hash names the environment in the cache."""
 
-    requirements: tuple[str, ...]  # normalised and sorted: the same set in another order is the same env
+    requirements: tuple[str, ...]  # Pinned.identity, sorted: the same set in another order is the same env
     python: str  # implementation, version and base installation of the interpreter the venv is made from
     arraybench: str  # Source.identity
     constraints: tuple[str, ...]  # the CPU-wheel pins of constraints.txt that apply
@@ -58,6 +63,11 @@ class Recipe:
 def cache_dir() -> Path:
     """Where built environments are kept: envs/ of the user's arraybench cache (machine/usercache.py)."""
     return user_cache_dir() / "envs"
+
+
+def copies_dir() -> Path:
+    """Where local projects and archives are copied by content for uv to build (sources.copied)."""
+    return cache_dir() / ".sources"
 
 
 def own_packages_env() -> dict[str, str]:
@@ -74,19 +84,25 @@ def arraybench_source() -> Source:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         name = None
     if name != "arraybench":
-        return Source((f"arraybench=={arraybench.__version__}",), arraybench.__version__, None)
+        release = installed_from()
+        return Source((release,), release, None)
     # Editable, so every environment runs this checkout's code as this interpreter's workers do: an edit
     # needs no rebuild, a change of pyproject.toml (the dependencies) does.
     digest = hashlib.sha256(pyproject.read_bytes()).hexdigest()[:16]
-    return Source(("-e", str(root)), f"{root} {digest}", root)
+    return Source(("-e", f"{root}{EXTRAS}"), f"{root}{EXTRAS} {digest}", root)
 
 
-def normalised(requirement: str) -> str:
-    """`requirement` in one spelling: canonical name and extras, sorted extras and specifiers."""
-    parsed = Requirement(requirement)
-    parsed.name = canonicalize_name(parsed.name)
-    parsed.extras = {canonicalize_name(extra) for extra in parsed.extras}
-    return str(parsed)
+def installed_from() -> str:
+    """The requirement that installs the running (non-editable) arraybench again: the git commit it was
+    installed from (it is not on PyPI: `pip install 'arraybench @ git+URL'`), else its release."""
+    try:
+        direct = json.loads(importlib.metadata.distribution("arraybench").read_text("direct_url.json") or "{}")
+    except (importlib.metadata.PackageNotFoundError, json.JSONDecodeError):
+        direct = {}
+    vcs = direct.get("vcs_info") or {}
+    if vcs.get("vcs") == "git" and vcs.get("commit_id"):
+        return f"arraybench{EXTRAS} @ git+{direct['url']}@{vcs['commit_id']}"
+    return f"arraybench{EXTRAS}=={arraybench.__version__}"
 
 
 def cpu_pins(root: Path | None, named: Collection[str]) -> tuple[str, ...]:
@@ -104,18 +120,22 @@ def cpu_pins(root: Path | None, named: Collection[str]) -> tuple[str, ...]:
                         if CPU_BUILD in str(r.specifier) and canonicalize_name(r.name) not in named))
 
 
-def recipe(spec: EnvSpec, source: Source, cuda: bool) -> Recipe:
-    """What `spec` is built from on this interpreter, with a CUDA driver present (`cuda`) or not."""
-    requirements = tuple(sorted(normalised(r) for r in spec.requirements))
-    named = {canonicalize_name(Requirement(r).name) for r in spec.requirements}
+def recipe(pins: Sequence[Pinned], source: Source, cuda: bool) -> Recipe:
+    """What an environment of requirements `pins` is built from on this interpreter, with a CUDA driver
+    present (`cuda`) or not."""
+    requirements = tuple(sorted(p.identity for p in pins))
+    named = {canonicalize_name(Requirement(p.requirement.target).name) for p in pins
+             if p.requirement.origin in ("index", "url")} | \
+            {canonicalize_name(Requirement(p.requirement.name).name) for p in pins if p.requirement.name}
     python = f"{platform.python_implementation()} {platform.python_version()} {sys.base_prefix}"
     # Without CUDA, PyTorch's packages come from its CPU index (uv's --torch-backend), as CI's do.
     return Recipe(requirements, python, source.identity, () if cuda else cpu_pins(source.root, named),
                   "auto" if cuda else "cpu")
 
 
-def python_for(spec: EnvSpec, progress: Progress) -> Path:
-    """The interpreter a worker of `spec`'s environment runs, built (or taken from the cache) if need be."""
+def python_for(spec: EnvSpec, pins: Sequence[Pinned], progress: Progress) -> Path:
+    """The interpreter a worker of `spec`'s environment runs, built (or taken from the cache) if need be
+    from its requirements as they stand now (`pins`: sources.pin_all)."""
     if spec.kind == "current":
         return Path(sys.executable)
     if spec.kind == "interpreter":
@@ -123,7 +143,7 @@ def python_for(spec: EnvSpec, progress: Progress) -> Path:
         require_arraybench(spec.name, spec.python)
         return spec.python
     source = arraybench_source()
-    rec = recipe(spec, source, cuda=bool(gpu.devices()))
+    rec = recipe(pins, source, cuda=bool(gpu.devices()))
     root = cache_dir()
     final = root / rec.key()
     python = final / "bin" / "python"
@@ -131,8 +151,9 @@ def python_for(spec: EnvSpec, progress: Progress) -> Path:
         root.mkdir(parents=True, exist_ok=True)
         with build_lock(root, progress):
             if not python.exists():  # another run may have built it while this one waited
-                build(spec, rec, source, final, progress)
-    progress(f"environment {spec.name!r} ({spec.describe()}): {final}")
+                build(spec, rec, source, [arg for p in pins for arg in p.install], final, progress)
+    commits = "".join(f", commit {p.commit[:7]}" for p in pins if p.commit)
+    progress(f"environment {spec.name!r} ({spec.describe()}{commits}): {final}")
     return python
 
 
@@ -158,7 +179,8 @@ def build_lock(root: Path, progress: Progress) -> Iterator[None]:
         yield
 
 
-def build(spec: EnvSpec, rec: Recipe, source: Source, final: Path, progress: Progress) -> None:
+def build(spec: EnvSpec, rec: Recipe, source: Source, install: Sequence[str], final: Path,
+          progress: Progress) -> None:
     """Build `spec`'s environment beside `final` and rename it into place whole; a failure leaves nothing."""
     for stale in final.parent.glob(".build-*"):  # what a killed run left: we hold the lock, none is in use
         shutil.rmtree(stale, ignore_errors=True)
@@ -174,7 +196,7 @@ def build(spec: EnvSpec, rec: Recipe, source: Source, final: Path, progress: Pro
         constraints = tmp / "arraybench-constraints.txt"
         constraints.write_text("".join(f"{pin}\n" for pin in rec.constraints), encoding="utf-8")
         run_uv(spec, [uv, "pip", "install", "--python", str(tmp / "bin" / "python"), "--torch-backend",
-                      rec.torch_backend, "--constraints", str(constraints), *source.install, *spec.requirements],
+                      rec.torch_backend, "--constraints", str(constraints), *source.install, *install],
                progress)
         (tmp / ENV_FILE).write_text(json.dumps(asdict(rec), indent=1) + "\n", encoding="utf-8")
         os.rename(tmp, final)

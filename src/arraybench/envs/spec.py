@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -17,14 +18,37 @@ from arraybench import errors
 from arraybench.errors import UsageError
 
 EnvKind = Literal["requirements", "interpreter", "current"]
+# Where a requirement comes from: a package index (a PEP 508 line), an archive's URL, a git repository at
+# a ref (a git URL), a commit of a local repository (git:REF), a local project or archive, or a project
+# installed editable (-e PATH).
+Origin = Literal["index", "url", "git", "commit", "path", "editable"]
 # pyproject.toml's requires-python (a test ties the two): an older interpreter cannot run a worker.
 MIN_PYTHON = (3, 11)
 # A name labels tables and plots and is followed by ':' in --env-var: no ':', no spaces, no quoting.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-ENV_EXAMPLE = "old:jax==0.9.2, np23:'numpy==2.3.5 numba', mine:@/usr/bin/python3 or base: (this interpreter)"
+ENV_EXAMPLE = ("old:jax==0.9.2, np23:'numpy==2.3.5 numba', pr:git:HEAD, mine:@/usr/bin/python3 or base: "
+               "(this interpreter)")
 # Runs a Python 2 too, so an old interpreter is named as such rather than failing on the probe.
 VERSION_PROBE = "import sys; sys.stdout.write('%d.%d.%d' % tuple(sys.version_info[:3]))"
+# What a local path may be: a project (a directory holding one of these) or a built archive.
+PROJECT_FILES = ("pyproject.toml", "setup.py")
+ARCHIVES = (".whl", ".tar.gz", ".zip")
+TAKES = "requirements, local paths, git URLs, git:REF, -e PATH and -r FILE"
+
+
+@dataclass(frozen=True)
+class EnvRequirement:
+    """One thing an environment installs, read as pip reads it, with where it comes from."""
+
+    text: str  # as written (on the command line or a requirements file's line), for messages
+    origin: Origin
+    # index, url: the PEP 508 line; git: the repository's URL (no git+, ref or fragment); commit: the
+    # directory whose repository's commit is built; path, editable: the absolute path.
+    target: str
+    ref: str = ""  # git, commit: the ref as written; "" for a git URL without one (its default branch)
+    name: str = ""  # git: the distribution (with extras) where the line names it: `mykern @ git+…`
+    fragment: str = ""  # git: what follows '#' (`subdirectory=python`), passed on to uv
 
 
 @dataclass(frozen=True)
@@ -33,14 +57,15 @@ class EnvSpec:
 
     name: str
     kind: EnvKind
-    requirements: tuple[str, ...] = ()  # as written, each one parsed by packaging
+    requirements: tuple[EnvRequirement, ...] = ()
     python: Path | None = None  # the interpreter of kind "interpreter"
     env_vars: tuple[tuple[str, str], ...] = ()  # (VAR, VALUE) for this environment's workers only
+    text: str = ""  # kind "requirements": SPEC as written after NAME:
 
     def describe(self) -> str:
         """What the user wrote after NAME:, for messages and progress."""
         if self.kind == "requirements":
-            return " ".join(self.requirements)
+            return self.text
         return f"@{self.python}" if self.kind == "interpreter" else "(this interpreter)"
 
 
@@ -68,7 +93,7 @@ def parse_envs(envs: Sequence[str], env_vars: Sequence[str] = ()) -> list[EnvSpe
 
 
 def parse_env(arg: str) -> EnvSpec:
-    """One `--env NAME:SPEC`: SPEC is requirements separated by spaces, @PYTHON, or nothing."""
+    """One `--env NAME:SPEC`: SPEC is requirements as pip takes them, @PYTHON, or nothing."""
     name, colon, text = arg.partition(":")
     if not colon:
         raise UsageError(f"--env {arg!r}: write NAME:SPEC, e.g. {ENV_EXAMPLE}")
@@ -77,23 +102,157 @@ def parse_env(arg: str) -> EnvSpec:
     if not NAME.fullmatch(name):
         raise UsageError(f"--env {arg!r}: a name is letters, digits, '.', '_' and '-', starting with a letter "
                          f"or digit; {name!r} is not")
-    text = text.strip()
+    text = " ".join(text.split())
     if not text:
         return EnvSpec(name, "current")
     if text.startswith("@"):
         return EnvSpec(name, "interpreter", python=interpreter(name, text[1:].strip()))
-    return EnvSpec(name, "requirements", requirements=tuple(requirement(name, r) for r in text.split()))
+    return EnvSpec(name, "requirements", requirements=requirements(name, text, Path.cwd()), text=text)
 
 
-def requirement(name: str, text: str) -> str:
-    """`text` if packaging reads it as one requirement (what uv will be asked to install)."""
+def requirements(name: str, text: str, base: Path, where: str = "",
+                 seen: frozenset[Path] = frozenset()) -> tuple[EnvRequirement, ...]:
+    """The requirements of `text` (a SPEC, or a line of a requirements file `where` names), each read as
+    pip reads it: relative paths from `base`; a PEP 508 line may hold spaces (`mykern @ git+…`, `numpy >= 2`)."""
+    tokens, out, i = text.split(), [], 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token in ("-e", "--editable", "-r", "--requirement"):
+            if i + 1 == len(tokens):
+                example = "../mykern" if token in ("-e", "--editable") else "requirements.txt"
+                raise UsageError(f"--env {name}: {where}{token} needs a path after it, e.g. {token} {example}")
+            arg, i = tokens[i + 1], i + 2
+            if token in ("-e", "--editable"):
+                out.append(local(name, arg, base, where, editable=True))
+            else:
+                out += requirements_file(name, arg, base, where, seen)
+        elif token.startswith("-"):
+            raise UsageError(f"--env {name}: {where}{token!r} is not supported here; an environment takes {TAKES}")
+        elif token.startswith("git:"):
+            out.append(commit_of(name, token, base, where))
+            i += 1
+        elif token.startswith("git+"):
+            out.append(git_url(name, token, token, "", where))
+            i += 1
+        elif token.startswith("file:") or ("://" not in token and looks_like_path(token)):
+            out.append(local(name, token, base, where))
+            i += 1
+        else:
+            line, i = pep508(name, tokens, i, where)
+            out.append(classified(name, line, base, where))
+    return tuple(out)
+
+
+def looks_like_path(token: str) -> bool:
+    """Whether pip would read `token` as a path rather than a requirement: ./x, ../x, /x, ~/x, a/b, x.whl."""
+    return token.startswith((".", "/", "~")) or "/" in token or token.endswith(ARCHIVES)
+
+
+def pep508(name: str, tokens: Sequence[str], i: int, where: str) -> tuple[str, int]:
+    """The longest run of `tokens` from `i` that reads as one requirement, and where the next begins:
+    `numpy >= 2 numba` is `numpy >= 2`, then `numba`."""
+    why = ""
+    for j in range(len(tokens), i, -1):
+        line = " ".join(tokens[i:j])
+        try:
+            Requirement(line)
+        except InvalidRequirement as e:
+            why = str(e).splitlines()[0]  # the last one tried is the token alone
+            continue
+        return line, j
+    raise UsageError(f"--env {name}: {where}cannot read the requirement {tokens[i]!r} ({why}); an environment "
+                     f"takes {TAKES}, e.g. np23:'numpy==2.3.5 numba'")
+
+
+def classified(name: str, line: str, base: Path, where: str) -> EnvRequirement:
+    """A PEP 508 line by where it points: an index, a git repository, a local file, or another URL."""
+    parsed = Requirement(line)
+    if parsed.url is None:
+        return EnvRequirement(line, "index", line)
+    named = parsed.name + (f"[{','.join(sorted(parsed.extras))}]" if parsed.extras else "")
+    if parsed.url.startswith("git+"):
+        return git_url(name, line, parsed.url, named, where)
+    if parsed.url.startswith("file:"):
+        return local(name, parsed.url, base, where, text=line)
+    return EnvRequirement(line, "url", line)
+
+
+def git_url(name: str, text: str, url: str, named: str, where: str) -> EnvRequirement:
+    """`git+SCHEME://HOST/PATH[@REF][#FRAGMENT]` (pip's form), split into repository, ref and fragment."""
+    bare, _, fragment = url.removeprefix("git+").partition("#")
+    parts = urlsplit(bare)
+    if not parts.scheme or not parts.path:
+        raise UsageError(f"--env {name}: {where}{text!r} is not a git URL; write git+https://host/repo@REF "
+                         f"or git+file:///path/to/repo@REF")
+    path, at, ref = parts.path.rpartition("@")
+    if not at:
+        path, ref = parts.path, ""
+    repository = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+    return EnvRequirement(text, "git", repository, ref=ref, name=named, fragment=fragment)
+
+
+def commit_of(name: str, token: str, base: Path, where: str) -> EnvRequirement:
+    """`git:REF` (a commit of the repository of the working directory) or `git:PATH@REF` (of PATH's)."""
+    rest = token.removeprefix("git:")
+    directory, at, ref = rest.partition("@")
+    if at and directory and (base / os.path.expanduser(directory)).is_dir():
+        where_from = (base / os.path.expanduser(directory)).resolve()
+    else:
+        where_from, ref = base.resolve(), rest
+    if not ref:
+        raise UsageError(f"--env {name}: {where}{token!r} names no ref; write git:REF (a branch, tag or commit "
+                         f"of this directory's repository, e.g. git:main) or git:PATH@REF")
+    return EnvRequirement(token, "commit", str(where_from), ref=ref)
+
+
+def local(name: str, given: str, base: Path, where: str, editable: bool = False,
+          text: str = "") -> EnvRequirement:
+    """A local project or archive (`../mykern`, `dist/mykern-0.1.0-py3-none-any.whl`, `file:///…`),
+    checked to be one; `editable`: `-e PATH`, a project directory."""
+    written = text or (f"-e {given}" if editable else given)
+    raw = unquote(urlsplit(given).path) if given.startswith("file:") else os.path.expanduser(given)
+    path = (base / raw).resolve()
+    if not path.exists():
+        raise UsageError(f"--env {name}: {where}there is no {given!r} ({path})")
+    if path.is_dir():
+        if not any((path / f).is_file() for f in PROJECT_FILES):
+            raise UsageError(f"--env {name}: {where}{given!r} is not a Python project: {path} holds no "
+                             f"pyproject.toml or setup.py")
+    elif editable:
+        raise UsageError(f"--env {name}: {where}-e takes a project directory, and {given!r} is a file")
+    elif not path.name.endswith(ARCHIVES):
+        raise UsageError(f"--env {name}: {where}{given!r} is neither a project directory nor a wheel or source "
+                         f"archive ({', '.join(ARCHIVES)})")
+    return EnvRequirement(written, "editable" if editable else "path", str(path))
+
+
+# pip's comments: '#' at the start of a line or after whitespace (a URL's #fragment is no comment).
+COMMENT = re.compile(r"(^|\s+)#.*$")
+
+
+def requirements_file(name: str, given: str, base: Path, where: str,
+                      seen: frozenset[Path]) -> list[EnvRequirement]:
+    """The requirements of `-r FILE`, line by line; its relative paths are read from its own
+    directory, as uv reads them."""
+    path = (base / os.path.expanduser(given)).resolve()
+    if path in seen:
+        raise UsageError(f"--env {name}: {where}-r {given} includes itself")
     try:
-        Requirement(text)
-    except InvalidRequirement as e:
-        why = str(e).splitlines()[0]
-        raise UsageError(f"--env {name}: cannot read the requirement {text!r} ({why}); requirements are "
-                         f"separated by spaces, e.g. np23:'numpy==2.3.5 numba'") from None
-    return text
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--env {name}: {where}cannot read the requirements file {given!r} "
+                         f"({getattr(e, 'strerror', None) or e})") from None
+    out: list[EnvRequirement] = []
+    pending, first = "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        first = first or number
+        line = COMMENT.sub("", raw)
+        if line.endswith("\\"):  # continued on the next line
+            pending += line[:-1] + " "
+            continue
+        out += requirements(name, pending + line, path.parent, f"{given}:{first}: ", seen | {path})
+        pending, first = "", 0
+    return out
 
 
 def interpreter(name: str, text: str) -> Path:

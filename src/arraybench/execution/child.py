@@ -33,6 +33,8 @@ from arraybench.execution.protocol import (
     ResumeRequest,
     UnavailableReply,
 )
+from arraybench.measure import allocator
+from arraybench.measure.allocator import STEADY_MMAP_THRESHOLD, STEADY_TRIM_THRESHOLD
 from arraybench.measure.compilecache import backend_dir, compile_cache_env, compile_dir
 from arraybench.measure.limits import apply_memory_limit
 from arraybench.measure.timing import Turn
@@ -42,13 +44,6 @@ if TYPE_CHECKING:  # imported at run time only after set_up: it imports NumPy
     from arraybench.measure.case_executor import CaseExecutor
 
 PR_SET_PDEATHSIG = 1
-# glibc's mallopt parameters (malloc.h).
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-# Where glibc's dynamic mmap threshold ends in a long-running program: it rises to the size of
-# each large block freed, up to DEFAULT_MMAP_THRESHOLD_MAX (32 MiB on 64-bit), and the trim
-# threshold follows at twice that.
-STEADY_MMAP_THRESHOLD = 32 * 2**20
-STEADY_TRIM_THRESHOLD = 2 * STEADY_MMAP_THRESHOLD
 
 
 def steady_allocator() -> str:
@@ -63,12 +58,9 @@ def steady_allocator() -> str:
     """
     if not sys.platform.startswith("linux"):
         return f"left as is: {sys.platform} is not Linux"
-    libc = ctypes.CDLL(None)
-    if not hasattr(libc, "gnu_get_libc_version"):
+    if allocator.glibc() is None:
         return "left as is: the C library is not glibc"
-    ok = (libc.mallopt(M_MMAP_THRESHOLD, STEADY_MMAP_THRESHOLD) == 1
-          and libc.mallopt(M_TRIM_THRESHOLD, STEADY_TRIM_THRESHOLD) == 1)
-    if not ok:
+    if not allocator.set_thresholds(STEADY_MMAP_THRESHOLD, STEADY_TRIM_THRESHOLD):
         return "left as is: glibc refused mallopt"
     return (f"glibc mallopt M_MMAP_THRESHOLD={STEADY_MMAP_THRESHOLD} "
             f"M_TRIM_THRESHOLD={STEADY_TRIM_THRESHOLD}")

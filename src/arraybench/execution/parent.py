@@ -29,6 +29,7 @@ from typing import IO, Any, Protocol, TypedDict, Unpack
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env, thread_env
+from arraybench.errors import ENV_VARIABLE
 from arraybench.execution import protocol
 from arraybench.execution.protocol import (
     LAYOUT_PAD_VAR,
@@ -50,7 +51,7 @@ from arraybench.planning.devices import kind_of
 from arraybench.results import ResultsWriter, measured
 from arraybench.results.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
 from arraybench.units import format_seconds, format_size
-from arraybench.workloads import blank_record
+from arraybench.workloads import blank_record, case_size
 
 WorkerKey = tuple[str, int, str, str, str]  # backend, threads, dtype, device, environment
 STARTUP_TIMEOUT = 180.0
@@ -121,6 +122,13 @@ def worker_env(case: Case, fixed_layout: bool = False, env: WorkerEnv | None = N
     settings = {**be.env(), "PYTHONUNBUFFERED": "1", LAYOUT_PAD_VAR: "x" * pad}
     if env is not None:
         settings.update(env.variables)
+        # A hint in the worker then names the environment to fix; the pad gives the name's bytes back, so
+        # that the environments' processes of a round keep one stack layout.
+        settings[ENV_VARIABLE] = case.env
+        settings[LAYOUT_PAD_VAR] = "x" * max(0, pad - len(case.env))
+        # The environment's packages, never the working directory's files: a project's source tree there
+        # (`mykern/` at a repository's top) would shadow the commit the environment installed.
+        settings["PYTHONSAFEPATH"] = "1"
     env_ = child_env(settings, foreign=env is not None and env.python != sys.executable)
     if fixed_layout:
         del env_[LAYOUT_PAD_VAR]
@@ -374,8 +382,13 @@ class Rounds(ABC):
             self.on_record(final)
             finished.add(cid)
 
+        sized = {c.id: c for c in cases}
+
         def record(rec: CaseRecord, k: int) -> None:
-            rec = replace(rec, round=k)
+            # A worker that could not import the workload file (the user's package broken in its
+            # environment) cannot say the case's size; this process, which planned with it, can.
+            size = rec.size if rec.size is not None or rec.id not in sized else case_size(sized[rec.id])
+            rec = replace(rec, round=k, size=size)
             if self.processes > 1:  # with one, the case line follows at once
                 self.writer.append_replicate(rec, k)
             done[rec.id].append(rec)
@@ -504,14 +517,14 @@ def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
     }
     for k in MEDIAN_OVER_PROCESSES:
         values = [getattr(r, k) for r in timed if getattr(r, k) is not None]
-        changes[k] = statistics.median(values) if values else None
+        middle = statistics.median(values) if values else None
+        # A count of bytes stays a whole number where the median falls between two processes'.
+        changes[k] = round(middle) if middle is not None and isinstance(values[0], int) else middle
     # A first call served from the run's compile cache is not a compile: it is reported apart.
     for k, warm in (("first_call_s", False), ("first_call_warm_s", True)):
         values = [r.first_call_s for r in timed
                   if r.first_call_s is not None and (r.first_call_cache == "warm") == warm]
         changes[k] = statistics.median(values) if values else None
-    peaks = [r.peak_memory_bytes for r in timed if r.peak_memory_bytes is not None]
-    changes["peak_memory_bytes"] = max(peaks) if peaks else None
     cold = sorted(x for r in timed for x in r.cold_samples_s or ())
     if cold:  # a GPU case's L2-cold calls, pooled over its processes
         changes["cold_samples_s"], changes["cold_median_s"] = tuple(cold), statistics.median(cold)

@@ -15,13 +15,14 @@ from arraybench import __version__
 from arraybench.errors import UsageError
 from arraybench.execution.more_rounds import Runs, more_rounds
 from arraybench.execution.parent import MakeRunner, Progress, RoundOptions, RunConfig, Runner, WorkerEnv
-from arraybench.machine import environment
+from arraybench.machine import environment, packages
 from arraybench.measure import peaks
-from arraybench.planning import refine
+from arraybench.planning import fit, refine
 from arraybench.planning.case import Case
 from arraybench.planning.devices import kind_of
 from arraybench.planning.plan import build_plan
 from arraybench.planning.settings import RunSettings
+from arraybench.planning.userfile import stand_ins
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.results.record import CaseRecord
 from arraybench.results.run_ids import new_run_id
@@ -53,11 +54,48 @@ def prepare_envs(settings: RunSettings) -> dict[str, Any]:
     return prepare(specs, lambda line: print(f"arraybench: env: {line}", file=sys.stderr, flush=True))
 
 
+def check_imports(settings: RunSettings, envs: dict[str, Any]) -> None:
+    """Stop, in one line, a run whose workers could not import a package the workload file imports at its
+    top and this interpreter lacks (it stood in while the file was planned: userfile.Elsewhere)."""
+    missing = stand_ins(settings.workload_file) if settings.workload_file else ()
+    if not missing:
+        return
+    names, path = ", ".join(missing), settings.workload_file
+    if not envs:
+        raise UsageError(f"the workload file {path!r} imports {names}, which this Python ({sys.executable}) "
+                         f"cannot import, and the workers run here: install it here, or measure it in "
+                         f"environments that have it (--env NAME:SPEC, e.g. --env pr:git:HEAD; docs/own-package.md)")
+    from arraybench.envs.prepared import lacking
+
+    for name, e in envs.items():
+        gone = lacking(e.python, missing)
+        if gone:
+            raise UsageError(f"--env {name}: the workload file {path!r} imports {', '.join(gone)}, which this "
+                             f"environment cannot import: add what provides it to the spec of --env {name}")
+
+
+def check_same_code(measured: dict[str, Any], envs: dict[str, Any]) -> None:
+    """Refuse to resume a run whose environments now install other code than it measured (a branch
+    that moved, an edited project): its cases would mix the two. arraybench itself, the harness, is
+    this checkout whatever it was."""
+    for name, e in envs.items():
+        before = packages.of_environment(measured.get(name) or {})
+        if before is None:  # a file written before packages were recorded
+            continue
+        differ = packages.changes({k: p for k, p in before.items() if k != "arraybench"},
+                                  {p.name: p for p in e.packages if p.name != "arraybench"})
+        if differ:
+            raise UsageError(f"--resume: environment {name} now installs other code than the run measured "
+                             f"({'; '.join(differ)}); start a new run")
+
+
 def environments_header(envs: dict[str, Any], settings: RunSettings) -> dict[str, Any]:
-    """What the header says of each environment: its spec, interpreter, frameworks' versions and variables."""
+    """What the header says of each environment: its spec, interpreter, frameworks' versions, variables, and
+    every package with where it came from (machine/packages.py)."""
     specs = {s.name: s for s in settings.env_specs()}
     return {name: {"spec": specs[name].describe(), "python": str(e.python), "versions": e.versions,
-                   "variables": e.variables} for name, e in envs.items()}
+                   "variables": e.variables, "packages": [p.to_json() for p in e.packages]}
+            for name, e in envs.items()}
 
 
 def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None,
@@ -122,7 +160,9 @@ def execute(
     rounds (parent.Rounds), resumed, refined and extended (more_rounds.py) alike.
     `run_id` names a new run (the CLI names its output directory after it).
     After the plan, up to `settings.refine` rounds measure more sizes where the fastest
-    backend·mode changes between planned sizes (refine.py), until each such crossover is bracketed.
+    backend·mode changes between planned sizes (refine.py), until each such crossover is bracketed;
+    under `--sizes fit:BYTES`, rounds of probes find each backend·mode's largest size under the limit
+    (fit.py) instead.
     """
     done: set[str] = set()
     partial: dict[str, list[CaseRecord]] = {}
@@ -133,6 +173,9 @@ def execute(
     plan = build_plan(settings)
     todo = [c for c in plan if c.id not in done]
     envs = prepare_envs(settings)
+    check_imports(settings, envs)
+    if resume:
+        check_same_code(load_results(out_dir).header.get("environments") or {}, envs)
     header = None if resume else new_header(settings, len(plan), run_id, envs)
     if store is not None:
         Store(store).close()  # an unusable --store fails here, before the results file exists
@@ -150,8 +193,11 @@ def execute(
     runner.processes = first_rounds(settings)
     try:
         runner.run(todo)
-        refine_crossovers(runner, plan, writer.path, progress, settings.refine)
-        measure_open_questions(runner, plan, writer, progress, settings)
+        if settings.fit_limit is not None:  # sizes found, not planned: no crossover or open question to settle
+            find_fits(runner, plan, writer.path, progress, settings.fit_limit)
+        else:
+            refine_crossovers(runner, plan, writer.path, progress, settings.refine)
+            measure_open_questions(runner, plan, writer, progress, settings)
     finally:
         writer.close()
         if recording is not None:
@@ -198,6 +244,18 @@ def measure_open_questions(runner: Runs, plan: list[Case], writer: ResultsWriter
             progress.more(n)
 
     return more_rounds(runner, plan, writer.path, writer, budget, planned=settings.timer.processes, on_round=grow)
+
+
+def find_fits(runner: Runs, plan: list[Case], path: Path, progress: Any, limit: int) -> None:
+    """`--sizes fit:BYTES`: measure each backend·mode's next size (fit.probes), round after round, until
+    every one has found its largest size under `limit` or fit.MAX_ROUNDS are done."""
+    for _ in range(fit.MAX_ROUNDS):
+        new = fit.probes(plan, load_results(path).records, limit)
+        if not new:
+            return
+        if isinstance(progress, Progress):
+            progress.total += len(new)
+        runner.run(new)
 
 
 def refine_crossovers(runner: Runs, plan: list[Case], path: Path, progress: Any, rounds: int) -> None:

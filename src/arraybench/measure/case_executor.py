@@ -7,6 +7,7 @@ import hashlib
 import time
 import traceback
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from arraybench.machine import gpu
 from arraybench.measure.casecache import CaseCache, Entry
 from arraybench.measure.compilecache import entries, first_call_state, uses_compile_cache
 from arraybench.measure.hostspeed import measure_memory_reference, measure_reference, thread_waits
+from arraybench.measure.memory import Counter, Phases, counter_for, figures
 from arraybench.measure.timing import VISIT_S, Pause, Timer, TimerConfig
 from arraybench.planning.case import Case, base_id
 from arraybench.results.record import CaseRecord, stats_fields
@@ -101,13 +103,18 @@ class CaseExecutor:
         # How long this worker's threads waited for a CPU, read beside every sample (hostspeed.ThreadWaits).
         self.waits = thread_waits()
 
-    def gpu_figures(self, fn: Any, args: tuple, host: tuple, timed_on_host: bool, median_s: float,
+    @cached_property
+    def memory(self) -> Counter | str:
+        """What reads the memory of this worker's cases' calls (memory.py), or why nothing can here;
+        asked once, at the first case timed."""
+        return counter_for(self.backend)
+
+    def gpu_figures(self, fn: Any, args: tuple, timed_on_host: bool, median_s: float,
                     record: CaseRecord) -> CaseRecord:
         """Beside the hot median: the L2-cold figure where the inputs fit in L2, and the L2 size."""
         be, l2 = self.backend, self.l2_bytes
-        in_bytes = sum(getattr(a, "nbytes", 0) for a in host)
-        record = replace(record, l2_bytes=l2, input_bytes=in_bytes)
-        if not l2 or in_bytes > l2 or timed_on_host or median_s > COLD_MAX_MEDIAN_S:
+        record = replace(record, l2_bytes=l2)
+        if not l2 or (record.input_bytes or 0) > l2 or timed_on_host or median_s > COLD_MAX_MEDIAN_S:
             return record
         cold = sorted(be.time_cold(fn, args, l2) for _ in range(COLD_SAMPLES))
         return replace(record, cold_samples_s=tuple(cold), cold_median_s=cold[len(cold) // 2],
@@ -177,8 +184,8 @@ class CaseExecutor:
             if builder is None:
                 reason = wl.unsupported.get((case.backend, case.mode), f"no {case.mode} implementation")
                 return replace(draft.record, status="unsupported", error=reason)
-            host, args, expected = self._prepare(wl, case, run_seed, draft)
-            timing = self._time(wl, builder, case, config, host, args, draft, pause, visit_time)
+            args, expected = self._prepare(wl, case, run_seed, draft)
+            timing = self._time(wl, builder, case, config, args, draft, pause, visit_time)
             self._check(wl, case, timing, expected, draft)
         except Unavailable as e:
             return replace(draft.record, status="unsupported", error=str(e))
@@ -186,8 +193,8 @@ class CaseExecutor:
             return replace(draft.record, status="error", error=one_line(e), traceback=traceback.format_exc(limit=8))
         return draft.record
 
-    def _prepare(self, wl: Workload, case: Case, run_seed: int, draft: Draft) -> tuple[tuple, tuple, Expected]:
-        """Host inputs, what the output is checked against, and the inputs on the device (transfer timed)."""
+    def _prepare(self, wl: Workload, case: Case, run_seed: int, draft: Draft) -> tuple[tuple, Expected]:
+        """The inputs on the device (transfer timed) and what the output is checked against."""
         be = self.backend
         seed = input_seed(run_seed, case)
         be.start_case()  # no peak memory or compiler state of an earlier case in this worker
@@ -196,13 +203,14 @@ class CaseExecutor:
         host, entry, offsets = self.inputs(wl, case, seed)
         draft.record = replace(draft.record, inputs_s=time.perf_counter() - t0,
                                inputs_source="made" if entry.made else "cache",
+                               input_bytes=sum(getattr(a, "nbytes", 0) for a in host),
                                layout=None if offsets is None else {"input_offsets": offsets, **(self.layout or {})})
         t0 = time.perf_counter()
         expected = self.expected(wl, case, seed, host)
         draft.record = replace(draft.record, reference_s=time.perf_counter() - t0,
                                reference_source=expected.source, check_method=expected.method)
         if wl.host_args:
-            return host, host, expected
+            return host, expected
         t0 = time.perf_counter()
         if wl.spread is not None:
             args = tuple(be.to_devices(a, how) for a, how in zip(host, wl.spread.inputs, strict=True))
@@ -210,9 +218,9 @@ class CaseExecutor:
             args = tuple(be.to_device(a) for a in host)
         be.sync(args)
         draft.record = replace(draft.record, transfer_s=time.perf_counter() - t0)
-        return host, args, expected
+        return args, expected
 
-    def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, host: tuple, args: tuple,
+    def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, args: tuple,
               draft: Draft, pause: Pause | None = None, visit_time: float = VISIT_S) -> Any:
         """Build the callable and time it (with the GPU's cold figure and clocks); returns the Timer's result."""
         be = self.backend
@@ -229,21 +237,27 @@ class CaseExecutor:
             before = entries(cc) if cc is not None else 0
             # Outside timer_s: the copies (and the worker's first making of their buffers) are not the timer's.
             memory_before = measure_memory_reference()
+            watch = self.memory if isinstance(self.memory, str) else Phases(self.memory)
             t0 = time.perf_counter()
-            timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
-                           reference=measure_reference, pause=pause, visit_time=visit_time,
-                           waits=self.waits).run()
+            try:
+                timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
+                               reference=measure_reference, pause=pause, visit_time=visit_time,
+                               waits=self.waits, memory=watch if isinstance(watch, Phases) else None).run()
+            finally:  # the allocator's steady state back, whatever the calls raised
+                if isinstance(watch, Phases):
+                    watch.close()
             timer_s = time.perf_counter() - t0 - timing.paused_s  # the other process's turns are not ours
             memory_after = measure_memory_reference()
             draft.record = replace(
                 draft.record, timer_s=timer_s,
                 memory_ref_s=None if memory_before is None or memory_after is None else (memory_before, memory_after),
                 # Warm-up and samples reuse the first call's shapes: any new entry is the first call's.
-                first_call_cache=first_call_state(before, entries(cc) if cc is not None else 0, cc is not None))
+                first_call_cache=first_call_state(before, entries(cc) if cc is not None else 0, cc is not None),
+                **figures(watch, self._inputs_held(wl, draft.record)))
             if self.clocks:
                 draft.record = replace(draft.record, gpu_clock=self.clocks.stop())
             if be.pipelined:
-                draft.record = self.gpu_figures(fn, args, host, wl.host_args, timing.measurement.median, draft.record)
+                draft.record = self.gpu_figures(fn, args, wl.host_args, timing.measurement.median, draft.record)
         except Exception as e:
             # Only the computation's own failures: a broken input or reference is an error.
             reason = wl.unsupported_because(e, case.backend)
@@ -251,6 +265,13 @@ class CaseExecutor:
                 raise
             raise Unavailable(reason) from e
         return timing
+
+    def _inputs_held(self, wl: Workload, record: CaseRecord) -> int:
+        """The bytes of the inputs a call reads where it reads them: none on a device for a workload
+        fed host arrays (a transfer: moving them is its work), else all of them."""
+        if wl.host_args and self.backend.kind != "cpu":
+            return 0
+        return record.input_bytes or 0
 
     def _check(self, wl: Workload, case: Case, timing: Any, expected: Expected, draft: Draft) -> None:
         """Copy the output back, check it against the reference, and fill in the timer's figures."""
@@ -286,7 +307,6 @@ class CaseExecutor:
             tolerance_source=tol.source,
             ill_conditioned=tol.ill_conditioned,
             correct=check.correct,
-            peak_memory_bytes=be.peak_memory(),
             **stats_fields(m.summary()),
         )
 

@@ -36,6 +36,19 @@ class Crowding(Protocol):
     def __call__(self) -> Any: ...
 
     def crowded(self, before: Any, after: Any) -> float: ...
+
+
+# The phases a MemoryWatch brackets: the first call, and one steady call (Timer.run).
+FIRST_CALL, CALL = "first_call", "call"
+
+
+class MemoryWatch(Protocol):
+    """What brackets the memory of a phase of calls (measure/memory.Phases): `start` before it, outside
+    the timed region, and `stop(phase)` after it."""
+
+    def start(self) -> None: ...
+
+    def stop(self, phase: str) -> None: ...
 # Seconds of one turn of sampling where a Timer with a `pause` takes turns with another process
 # (execution.parent.WorkerPool.run_group): well under the host's slow spells on the 2-core VM
 # (0.2-0.7 s), so that a spell covers turns of both; long enough that the switch (a pipe's round
@@ -134,8 +147,10 @@ class Timer:
         pause: Pause | None = None,
         visit_time: float = VISIT_S,
         waits: Crowding | None = None,
+        memory: MemoryWatch | None = None,
     ) -> None:
         self.fn, self.args, self.sync = fn, args, sync
+        self.memory = memory
         self.reference, self.waits = reference, waits
         self.pause, self.visit_time = pause, visit_time
         self.visits, self.paused_s = 0, 0.0
@@ -216,8 +231,16 @@ class Timer:
 
         No stage holds an earlier stage's output (the first call's used to stay alive through every
         sample): between blocks the Timer keeps only the last block's, finished, output.
+
+        With a `memory` watch, the first call is one phase (`first_call`) and the second call, made
+        alone before the warm-up while no earlier output is alive, the other (`call`): what one call
+        needs once compiled. (Every later block runs while the block before's output is still held.)
         """
+        if self.memory is not None:
+            self.memory.start()
         first = self._block(1)[0]
+        if self.memory is not None:
+            self.memory.stop(FIRST_CALL)
         gc.collect()
         was_enabled = gc.isenabled()
         gc.disable()
@@ -237,6 +260,12 @@ class Timer:
         (measured with warm-up's last output); returns it, the overhead and the warm-up calls."""
         cfg = self.config
         warm_calls, warm_time, loops, out = 0, 0.0, 1, None
+        if self.memory is not None:
+            # One call alone, no earlier output alive: its memory. Not a warm-up call: its watch ran
+            # the allocator bare (memory.ResidentSet), whose steady state the warm-up brings back.
+            self.memory.start()
+            self._block(1)
+            self.memory.stop(CALL)
         while warm_calls < cfg.min_warmup_calls or warm_time < cfg.warmup_time:
             dt, out = self._block(loops)
             warm_calls += loops

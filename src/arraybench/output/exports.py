@@ -4,8 +4,9 @@ Only correct cases are exported: a wrong or failed case has no time worth tracki
 dashboard that plotted it would rank it. Each benchmark is named by its case id without the
 digest (`linreg[d=2,iters=20,n=200]/jax-jit/float64/cpu/t1`), the same in every run, so a
 dashboard follows one case across commits. Each carries the figures the report derives for it
-(report.view.FIGURES: bound, speedup, GFLOP/s, GB/s, intensity, % of peak): pytest-benchmark in
-`extra_info`, BMF as measures of their own (all but `bound`, a word where BMF takes numbers).
+(report.view.FIGURES: bound, speedup, GFLOP/s, GB/s, intensity, % of peak) and its memory
+(MEMORY_FIGURES, docs/memory.md): pytest-benchmark in `extra_info`, BMF as measures of their own (all
+but `bound`, a word where BMF takes numbers).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ NS_PER_S = 1e9
 # BMF measure (Bencher's slug) for each numeric derived figure.
 BMF_MEASURES = {"speedup": "speedup", "gflops": "gflops", "gbs": "gbs", "intensity": "intensity",
                 "pct_flop_peak": "pct-flop-peak", "pct_bw_peak": "pct-bw-peak"}
+# A case's memory in bytes (record fields), each a BMF measure of its own: a dashboard follows it as it does time.
+MEMORY_FIGURES = {"memory_bytes": "memory", "first_call_memory_bytes": "first-call-memory",
+                  "peak_memory_bytes": "peak-memory"}
 
 
 def benchmark_name(rec: CaseRecord, env: bool = True) -> str:
@@ -90,7 +94,8 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
             "params": r.params, "param": ",".join(f"{k}={v}" for k, v in r.params.items()),
             "extra_info": {"backend": r.backend, "mode": r.mode, "dtype": r.dtype,
                            "device": r.device, "threads": r.threads,
-                           "first_call_s": r.first_call_s, "case_id": r.id, **where, **views[r.id].figures()},
+                           "first_call_s": r.first_call_s, "case_id": r.id, **where, **views[r.id].figures(),
+                           **{name: r[name] for name in MEMORY_FIGURES}},
             "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": timer.get("min_samples"),
                         "max_time": timer.get("max_time"), "min_time": timer.get("min_time"), "warmup": True},
             "stats": pytest_benchmark_stats(r.samples_s, int(r.loops or 1)),
@@ -125,5 +130,7 @@ def bmf(res: Results) -> dict[str, Any]:
         out[benchmark_name(r)] = {"latency": {"value": r.median_s * NS_PER_S,
                                               "lower_value": lo * NS_PER_S, "upper_value": hi * NS_PER_S},
                                   **{measure: {"value": figures[name]} for name, measure in BMF_MEASURES.items()
-                                     if figures[name] is not None}}
+                                     if figures[name] is not None},
+                                  **{measure: {"value": r[name]} for name, measure in MEMORY_FIGURES.items()
+                                     if r[name] is not None}}
     return out

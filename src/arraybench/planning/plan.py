@@ -8,6 +8,7 @@ from typing import Any
 from arraybench.backends import backend_class
 from arraybench.backends.base import Backend
 from arraybench.errors import UsageError, unknown
+from arraybench.planning import fit
 from arraybench.planning.case import Case
 from arraybench.planning.devices import DeviceSpec, kind_of
 from arraybench.planning.settings import RunSettings
@@ -30,8 +31,7 @@ def build_plan(s: RunSettings) -> list[Case]:
     if s.suite is not None:
         return suite_plan(s, s.suite)
     workloads = chosen_workloads(s)
-    cases = [case for wl in workloads for params in wl.points(s.sizes, s.params)
-             for case in cases_at(wl, params, s)]
+    cases = [case for wl in workloads for params in points(wl, s) for case in cases_at(wl, params, s)]
     if not cases:
         if all(not DeviceSpec.parse(d).single for d in s.devices):
             spanning = sorted(name for name, wl in WORKLOADS.items() if wl.spread is not None)
@@ -40,6 +40,14 @@ def build_plan(s: RunSettings) -> list[Case]:
                              "such as cpu for the others")
         raise UsageError("nothing to run: no workload has an implementation for these backends and modes")
     return cases
+
+
+def points(wl: Workload, s: RunSettings) -> list[dict[str, Any]]:
+    """The parameter points of `wl` that the settings plan: its sizes, or under `--sizes fit:BYTES` the
+    smallest of its default ones, where the search for the largest that fits starts (fit.py)."""
+    if fit.limit_of(s.sizes) is None:
+        return wl.points(s.sizes, s.params)
+    return [fit.start(wl, s.params)]
 
 
 def suite_plan(s: RunSettings, suite: str) -> list[Case]:

@@ -133,7 +133,7 @@ def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Map
                         # In every environment of the run (--env), not only the one whose winner
                         # changed: a size measured in one of two could not be compared paired.
                         for env in envs:
-                            case = dataclasses.replace(_at_size(templates[(key, lab)], size), env=env)
+                            case = dataclasses.replace(at_size(templates[(key, lab)], size), env=env)
                             if case.id not in known:
                                 known.add(case.id)
                                 out.append(case)
@@ -154,7 +154,8 @@ def grid(sizes: Sequence[float]) -> list[int]:
     return out
 
 
-def _at_size(template: Case, size: int) -> Case:
+def at_size(template: Case, size: int) -> Case:
+    """`template` at another value of its workload's size parameter."""
     name = size_param(template)
     assert name is not None
     params = tuple(sorted({**template.params_dict, name: size}.items()))

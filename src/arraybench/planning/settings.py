@@ -15,6 +15,7 @@ from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.case import DTYPES, MODES
 from arraybench.planning.devices import DeviceSpec, parse_devices
+from arraybench.planning.fit import limit_of
 from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.planning.suites import QUICK_TIMER, SUITE_TIMER
 from arraybench.planning.userfile import load_workload_file
@@ -112,7 +113,14 @@ class RunSettings:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
 
+    @property
+    def fit_limit(self) -> int | None:
+        """`--sizes fit:BYTES`: the memory limit under which the run finds each backend·mode's largest size
+        (fit.py); None for a run of given sizes."""
+        return limit_of(self.sizes)
+
     def validate(self) -> None:
+        limit_of(self.sizes)  # a bad limit, or fit: beside other sizes, stops here
         for b in self.backends:
             backend_class(b)
         for m in self.modes:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arraybench.errors import UsageError
-from arraybench.report import answer, bound, crossovers, devices, gpu, table, vmap, winners
+from arraybench.report import answer, bound, crossovers, devices, fits, gpu, table, vmap, winners
 from arraybench.report.files import csv_text
 from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, host_line, memory_reference
 from arraybench.results import Results, atomic_write_text
@@ -45,7 +45,8 @@ def summary_text(data: ReportData, found: list[crossovers.Crossover], said: Sequ
     glance += "".join(f"\nEnvironments: {line}." for line in data.env_pairs)
     if host := host_line(data):
         glance += f"\n{host}"
-    return "\n\n".join([*blocks, crossovers.render_text(data, found), glance])
+    fitted = [fitted] if (fitted := fits.render(data, draw)) else []
+    return "\n\n".join([*blocks, crossovers.render_text(data, found), *fitted, glance])
 
 
 def _at(data: ReportData, a: answer.Answer) -> str:
@@ -67,6 +68,8 @@ def markdown_text(data: ReportData, found: list[crossovers.Crossover], said: lis
         md += [line, ""]
     md += ["## The answer", ""]
     md += [f"**{a.title}{_at(data, a)}.** {a.text()}\n" for a in said] or [f"None: {answer.NOTHING_CORRECT}.", ""]
+    if fitted := fits.render(data, markdown=True):
+        md += [fitted, ""]
     first = [p for p in svgs if p.stem == "speedup-heatmap" or p.stem.startswith("roofline")]
     md += [*[f"![{p.stem}](plots/{p.name})" for p in first], ""]
     for machine in data.machines:

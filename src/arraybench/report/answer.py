@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.planning.devices import kind_of
-from arraybench.report import bound, devices
+from arraybench.report import bound, devices, memory
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData
 from arraybench.report.table import listed, size_text, tie_seen
@@ -70,8 +70,8 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record.dtype == dtype
                                    and s.points[0].record.machine == machine and s.fixed == fixed
                                    and (s.points[0].record.env or "") == env])
-        out.append(Answer(wl, dtype, machine, verdict,
-                          " ".join(t for t in (_why(data, name, ok), spread, _spells(data, name, ok), unmeasured) if t),
+        said = (_why(data, name, ok), memory.sentence(data, name, ok), spread, _spells(data, name, ok), unmeasured)
+        out.append(Answer(wl, dtype, machine, verdict, " ".join(t for t in said if t),
                           data.problem(every[0]), unmeasured, fixed, env))
     return out
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arraybench.comparison import Comparison, compare, environment_side
+from arraybench.machine import packages
 from arraybench.results import Results
 from arraybench.stats import power
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER
@@ -32,16 +33,25 @@ def pair_lines(results: Sequence[Results]) -> list[str]:
 
 
 def names(envs: Mapping[str, Any], old: str, new: str) -> str:
-    """What the two environments are, by what differs: "jax 0.10.2 against 0.9.2" where one framework's
-    version differs, "new (jax 0.10.2, numpy 2.4.6) against old (…)" where several do, else their names."""
-    a, b = (envs[old].get("versions") or {}), (envs[new].get("versions") or {})
-    changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k) and (a.get(k) or b.get(k)))
+    """What the two environments are, by what differs: "mykern 0.2.0 (v2, 1582951) against 0.1.0 (v1,
+    3fa2c1e)" where one package differs, "new (jax 0.10.2, jaxlib 0.10.2) against old (…)" where several
+    do, else their names. A file written before packages were recorded says it of framework versions."""
+    had, has = packages.of_environment(envs[old]), packages.of_environment(envs[new])
+    a: Mapping[str, str | None]
+    b: Mapping[str, str | None]
+    if had is not None and has is not None:
+        a, b = {k: p.describe() for k, p in had.items()}, {k: p.describe() for k, p in has.items()}
+        changed = packages.changed(had, has)
+    else:
+        a, b = (envs[old].get("versions") or {}), (envs[new].get("versions") or {})
+        changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k) and (a.get(k) or b.get(k)))
     if len(changed) == 1:
         (k,) = changed
         return f"{k} {b.get(k) or 'absent'} against {a.get(k) or 'absent'}"
     if changed:
-        return (f"{new} ({', '.join(f'{k} {b.get(k)}' for k in changed)}) against "
-                f"{old} ({', '.join(f'{k} {a.get(k)}' for k in changed)})")
+        now = packages.named([f"{k} {b.get(k) or 'absent'}" for k in changed])
+        before = packages.named([f"{k} {a.get(k) or 'absent'}" for k in changed])
+        return f"{new} ({now}) against {old} ({before})"
     return f"{new} against {old}"
 
 

@@ -18,7 +18,8 @@ from arraybench.results.record import FIELDS
 CSV_FIELDS = (
     "machine", "workload", "size", "params", "backend", "mode", "device", "dtype", "threads",
     "status", "median_s", "iqr_s", "q25_s", "q75_s", "ci95_s", "n_samples",
-    "noisy", "first_call_s", "transfer_s", *FIGURES, "rel_err", "tolerance", "error", "id",
+    "noisy", "first_call_s", "transfer_s", *FIGURES, "memory_bytes", "first_call_memory_bytes", "input_bytes",
+    "peak_memory_bytes", "reserved_memory_bytes", "rel_err", "tolerance", "error", "id",
 )
 PAIRS = {name for name in CSV_FIELDS if any(f.name == name and f.type.startswith("tuple[float, float]")
                                             for f in FIELDS)}

@@ -11,14 +11,14 @@ from string import Template
 from typing import Any
 
 from arraybench import __version__
-from arraybench.report import bound, devices, gpu, vmap, winners
+from arraybench.report import bound, devices, fits, gpu, vmap, winners
 from arraybench.report.answer import NOTHING_CORRECT, Answer
 from arraybench.report.crossovers import Crossover, render_text
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows, host_line
 from arraybench.report.plots import Plot
 from arraybench.report.table import size_sort_key, size_text, unavailable_line
 from arraybench.results.record import FAILED
-from arraybench.units import format_seconds
+from arraybench.units import format_seconds, format_size
 
 TEMPLATE = Path(__file__).with_name("template.html")
 
@@ -93,9 +93,21 @@ def answer_html(data: ReportData, said: list[Answer], counts: dict[str, int], no
                    f"<b>{e(a.title + where)}.</b> {e(a.verdict)}{why}</p>")
     if not said:
         out.append(f"<p>No answer: {e(NOTHING_CORRECT)}.</p>")
+    if fitted := fits_html(data):
+        out.append(fitted)
     cards = [(n, s) for s, n in counts.items() if n] + [(noisy, "noisy")]
     out += ['<ul class="cards">', *[f"<li><b>{n}</b>{e(s)}</li>" for n, s in cards], "</ul>"]
     return "\n".join(out)
+
+
+def fits_html(data: ReportData) -> str:
+    """`--sizes fit:BYTES`: each backend·mode's largest size under the limit (report/fits.py); '' otherwise."""
+    under = fits.limit(data)
+    if under is None:
+        return ""
+    head = "".join(f'<th scope="col">{e(h)}</th>' for h in fits.HEADER)
+    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in fits.rows(data, under))
+    return f"<h3>{e(fits.title(under))}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def crossovers_html(data: ReportData, found: list[Crossover]) -> str:
@@ -142,10 +154,12 @@ def results_table(data: ReportData) -> str:
     shown = [r for r in data.records if r.status != "unavailable"]  # said once, above the answer
     numpy = any(r.speedup for r in shown)  # a speedup over numpy only where numpy ran
     apart = any(data.problem(r) for r in shown)  # a workload whose cases differ in more than the size
+    memory = any(r.memory_bytes is not None for r in shown)  # figures only where a case was measured
     heads = (["machine"] if many else []) + [
         "workload", "size", *(["other parameters"] if apart else []), "backend", "mode", "device", "dtype",
         "threads", "status", "median / call", "IQR %", "harness / call", "bound",
-        *(["speedup"] if numpy else []), "first call", "transfer", "FLOP/byte", "GFLOP/s", "% peak FLOP/s",
+        *(["speedup"] if numpy else []), "first call", *(["memory / call", "first call's memory"] if memory else []),
+        "transfer", "FLOP/byte", "GFLOP/s", "% peak FLOP/s",
         "GB/s", "% peak GB/s", "rel. error", "tolerance", "notes",
     ]
     rows = []
@@ -173,6 +187,8 @@ def results_table(data: ReportData) -> str:
             f"<td>{e(r.bound or '')}</td>",
             *([num_cell(r.speedup, f"{r.speedup:.2f}×" if r.speedup else "")] if numpy else []),
             num_cell(r.first_call_s, format_seconds(r.first_call_s)),
+            *([num_cell(m, format_size(m) if m is not None else "")
+               for m in (r.memory_bytes, r.first_call_memory_bytes)] if memory else []),
             num_cell(r.transfer_s, format_seconds(r.transfer_s)),
             *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
               for k in ("intensity", "gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],

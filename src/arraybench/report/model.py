@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from arraybench.machine import packages
 from arraybench.machine.environment import fingerprint
 from arraybench.planning.case import label as case_label
 from arraybench.planning.devices import kind_of
@@ -357,7 +358,7 @@ def environment_rows(header: dict[str, Any], records: Sequence[CaseRecord]) -> l
         ("memory", f"{gib:.1f} GiB"),
         ("os", f"{env.get('os')}; Python {env.get('python')}"),
         ("run", f"arraybench {header.get('arraybench_version')}, started {header.get('started')}"),
-        ("frameworks", ", ".join(f"{k} {v}" for k, v in sorted(env.get("versions", {}).items()) if v)),
+        *framework_rows(header),
         ("peaks", peaks_text(env.get("peaks", {}))),
         ("settings", f"dtype {s.get('dtype')}; threads {s.get('threads')}; devices "
                      f"{','.join(s.get('devices') or [])}; seed {s.get('seed')}; timeout {s.get('timeout')} s"),
@@ -391,6 +392,23 @@ def environment_rows(header: dict[str, Any], records: Sequence[CaseRecord]) -> l
         blas = [f"{b.get('internal_api')} {b.get('version')} ×{b.get('num_threads')}" for b in info.get("blas", [])]
         rows.append((f"backend {name}", "; ".join([f"{info.get('version')}, threads verified "
                                                    f"{info.get('threads_verified')}", *extras, *blas])))
+    return rows
+
+
+def framework_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
+    """The frameworks' versions: this interpreter's, or in a run of several environments (`--env`) each
+    one's, with the packages it got from elsewhere than an index (the user's own: git, a path)."""
+    def versions(found: Mapping[str, str | None]) -> list[str]:
+        return [f"{k} {v}" for k, v in sorted(found.items()) if v]
+
+    envs = header.get("environments") or {}
+    if not envs:
+        return [("frameworks", ", ".join(versions(header.get("environment", {}).get("versions", {}))))]
+    rows = []
+    for name, info in envs.items():
+        own = [f"{p.name} {p.describe()}" for p in (packages.of_environment(info) or {}).values()
+               if p.source != "index" and p.name != "arraybench"]  # arraybench: the harness, the same in each
+        rows.append((f"frameworks [{name}]", ", ".join(versions(info.get("versions") or {}) + own)))
     return rows
 
 

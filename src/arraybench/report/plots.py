@@ -12,7 +12,7 @@ from typing import Any
 
 from arraybench.output.palette import FAILED_GREY, FAILED_RED, NOT_RUN_GREY, colour
 from arraybench.planning.devices import kind_of
-from arraybench.report import bound, devices, vmap, winners
+from arraybench.report import bound, devices, memory, vmap, winners
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
 from arraybench.report.table import size_sort_key, size_text
@@ -76,6 +76,9 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
     with matplotlib.rc_context(RC):
         if glance := winners.rows(data):  # first: the picture the report opens with
             save("winners", "Winners map", winners.CAPTION, winners.figure(glance, data.labels()))
+        if least := winners.memory_rows(data):  # the same map, by the memory each case needs
+            save("winners-memory", "Memory map", winners.MEMORY_CAPTION,
+                 winners.figure(least, data.labels(), winners.MEMORY_TITLE))
         dtypes = sorted({r.dtype for r in data.records})
         swept = sweeps(data)
         for wl, all_recs in data.by_workload().items():  # per workload: its scaling, then its bars
@@ -91,6 +94,11 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                      "backend·mode changes, the grey bar the two measured sizes that bracket it; every "
                      "crossover between any two backend·modes is in crossovers.csv.",
                      scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
+                if memory.measured(series):  # beside the time: the memory each backend·mode needs
+                    save(f"memory-{slug(wl)}{suffix}",
+                         f"{wl}{f' ({problem})' if problem else ''}: memory with {name}",
+                         memory.CAPTION.format(name=name),
+                         memory.figure(data, wl, name, series, f"{dtype}, {machine}" + _fixed(fixed)))
             for dtype in dtypes:
                 # Backends unavailable here are one line at the top of the report, not a bar each.
                 recs = [r for r in all_recs if r.dtype == dtype and r.status != "unavailable"]

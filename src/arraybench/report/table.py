@@ -14,7 +14,7 @@ from arraybench.planning.case import label
 from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import bracket, power
-from arraybench.units import format_seconds
+from arraybench.units import format_seconds, format_size
 from arraybench.workloads.sizes import fixed_params
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -140,6 +140,8 @@ def cell(r: CaseRecord, speedup: float | None) -> str:
             parts.append(f"{speedup:.2f}×")
         if r.first_call_s is not None:
             parts.append(f"1st {format_seconds(r.first_call_s)}")
+        if r.memory_bytes is not None:
+            parts.append(format_size(r.memory_bytes))
         if view and view.bound:
             parts.append(view.bound)
         return " · ".join(parts) + (" (noisy)" if r.noisy else "")
@@ -256,7 +258,8 @@ def tables(records: Sequence[CaseRecord]) -> list[tuple[str, list[str], list[lis
             for (label, status, error), at in sorted(reasons.items())
         ]
         numpy = " · speedup vs numpy" if any((r.id, r.machine) in sp for r in recs) else ""
-        title = f"{wl} ({dtype}; median per call ± IQR{numpy} · first call · bound)"
+        memory = " · memory of a call" if any(r.memory_bytes is not None for r in recs) else ""
+        title = f"{wl} ({dtype}; median per call ± IQR{numpy} · first call{memory} · bound)"
         out.append((title, header, rows, notes))
     return out
 

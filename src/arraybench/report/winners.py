@@ -7,11 +7,12 @@ a size, and whether the runner-up is within noise of it (then the cell is a tie,
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from arraybench.output.palette import FAILED_GREY, FAILED_RED, colour, ink
+from arraybench.report import memory
 from arraybench.report.answer import leads
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData, status_word
@@ -23,6 +24,11 @@ from arraybench.stats import bracket
 CAPTION = ("A cell per measured size, smallest first: the fastest correct backend·mode and its median's lead "
            "over the runner-up's. ≈ and two colours: within noise, no winner. Grey: nothing correct; ✗: a case "
            "failed or was wrong (never ranked).")
+MEMORY_TITLE = "Least memory per call per size, correct cases only (the runner-up's over it)"
+MEMORY_CAPTION = ("The same map by memory: a cell per size where memory was measured, the correct backend·mode "
+                  "whose steady call needs the least (its inputs included), and the runner-up's memory over "
+                  "its. ≈ and two colours: within noise (memory is compared at 1 MiB and varies between "
+                  "processes too), no one needs less.")
 # A line under the map says a workload's answer in at most this many words; the rest is in the answer below.
 MAX_WORDS = 25
 # Lead changes a line names one by one; beyond this it counts the ones between the first and the last.
@@ -108,7 +114,17 @@ def anchor(p: Problem) -> str:
 
 def rows(data: ReportData) -> list[Row]:
     """Every problem with a case that ran (correct or not), in the order of the written answer."""
-    groups = data.problems([r for r in data.records if r.status == "ok" or r.status in FAILED])
+    return _rows(data, [r for r in data.records if r.status == "ok" or r.status in FAILED], _cells)
+
+
+def memory_rows(data: ReportData) -> list[Row]:
+    """The map by memory: every problem with a correct case whose memory was measured, a cell per such size."""
+    return _rows(data, [r for r in data.records if r.status == "ok" and r.memory_bytes is not None], _memory_cells)
+
+
+def _rows(data: ReportData, records: Sequence[CaseView],
+          cells: Callable[[ReportData, Sequence[CaseView]], tuple[Cell, ...]]) -> list[Row]:
+    groups = data.problems(records)
     many_dtypes = len({k.dtype for k in groups}) > 1
     out = []
     for (wl, dtype, machine, fixed, env), recs in groups.items():
@@ -116,8 +132,20 @@ def rows(data: ReportData) -> list[Row]:
         apart = "; ".join(filter(None, (dtype if many_dtypes else "", problem)))
         title = (wl + (f" ({apart})" if apart else "") + (f" @{machine}" if len(data.machines) > 1 else "")
                  + (f" [{env}]" if env else ""))
-        out.append(Row(wl, dtype, machine, fixed, problem, title, data.size_param(wl), _cells(data, recs), env))
+        out.append(Row(wl, dtype, machine, fixed, problem, title, data.size_param(wl), cells(data, recs), env))
     return out
+
+
+def _memory_cells(data: ReportData, recs: Sequence[CaseView]) -> tuple[Cell, ...]:
+    """Per size, the case that needs the least memory, and the runner-up: tied where it is within noise."""
+    cells = []
+    for size in sorted({r.size for r in recs}, key=size_sort_key):
+        ranked = sorted((r for r in recs if r.size == size), key=lambda r: r.memory_bytes or 0)
+        best, second = ranked[0], ranked[1] if len(ranked) > 1 else None
+        tied = second is not None and memory.apart(best, second) != -1
+        ratio = (second.memory_bytes or 0) / best.memory_bytes if second and best.memory_bytes and not tied else None
+        cells.append(Cell(size, data.label(best), data.label(second) if tied and second else None, ratio, (), None))
+    return tuple(cells)
 
 
 def _cells(data: ReportData, recs: Sequence[CaseView]) -> tuple[Cell, ...]:
@@ -273,10 +301,12 @@ SCREEN_W, PANEL_ROWS = 12.4, 10
 CHAR_W = 0.6
 
 
-def figure(grid: Sequence[Row], order: Sequence[str]) -> Any:
+def figure(grid: Sequence[Row], order: Sequence[str],
+           title: str = "Fastest correct backend·mode per size (its lead over the runner-up)") -> Any:
     """The map: a row per workload, a cell per measured size (small to large), coloured by the
-    fastest correct backend·mode; two colours and hatching for a tie, grey hatching where no case
-    was correct, a red ✗ where a case failed or was wrong. `order` is the legend's order of labels."""
+    fastest correct backend·mode (or the one that needs the least memory: memory_rows); two colours
+    and hatching for a tie, grey hatching where no case was correct, a red ✗ where a case failed or
+    was wrong. `order` is the legend's order of labels."""
     from matplotlib.figure import Figure
 
     ncols = max(len(r.cells) for r in grid)
@@ -300,7 +330,7 @@ def figure(grid: Sequence[Row], order: Sequence[str]) -> Any:
         ax.grid(False)
         for side in ax.spines.values():
             side.set_visible(False)
-    fig.suptitle("Fastest correct backend·mode per size (its lead over the runner-up)", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     _legend(fig, grid, order)
     return fig
 

@@ -16,7 +16,10 @@ Schema history (keep old fixtures in tests/fixtures so the loader never silently
       with its missing fields null (upgrade_2_to_3).
       Fields added since within schema 3 load with their declared default where a line lacks
       them, which is true of every older line: `n_devices` (1: before device counts, every case
-      ran on one device), so they need no new version.
+      ran on one device); the memory figures `memory_bytes`, `first_call_memory_bytes`,
+      `memory_before_bytes`, `reserved_memory_bytes` and `memory_method` (null: not measured; an
+      older line's `peak_memory_bytes` is a GPU's, its largest over processes), so they need no
+      new version.
 """
 
 from __future__ import annotations

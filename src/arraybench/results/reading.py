@@ -38,6 +38,13 @@ def process_rounds(r: CaseRecord) -> list[int]:
     return [p.round if p.round is not None else i for i, p in enumerate(r.replicates)]
 
 
+def memory_by_round(r: CaseRecord) -> dict[int, float]:
+    """Each process's `memory_bytes` by the round it ran in (those that measured one): what pairs a case's
+    memory with its rivals' (stats/memory.py)."""
+    figures = [p.memory_bytes for p in r.replicates] if r.replicates else [r.memory_bytes]
+    return {k: float(m) for k, m in zip(process_rounds(r), figures, strict=True) if m is not None}
+
+
 @dataclass(frozen=True)
 class Process:
     """One process of a case as read: its round, its samples with its spells set aside, its loops."""

@@ -98,7 +98,12 @@ class ProcessRecord:
     build_s: float | None = described("s", "building its callable")
     latency_s: float | None = described("s", "its one-call latency (GPU cases)")
     minor_faults_per_call: float | None = described("faults", "its minor page faults per timed call")
-    peak_memory_bytes: int | None = described("bytes", "its peak device memory")
+    peak_memory_bytes: int | None = described("bytes", "the most memory in use at once during its calls")
+    memory_bytes: int | None = described("bytes", "its steady call's memory: the inputs and what the call held "
+                                                  "beyond them")
+    first_call_memory_bytes: int | None = described("bytes", "the same for its first call")
+    memory_before_bytes: int | None = described("bytes", "memory in use before its first call")
+    reserved_memory_bytes: int | None = described("bytes", "what the framework's pool held after its steady call")
     wall_s: float | None = described("s", "what measuring the case in this process took, worker start-up included "
                                        "where it had one")
     inputs_s: float | None = described("s", "making the host inputs")
@@ -267,11 +272,31 @@ class CaseRecord(Mapping[str, Any]):
     check_method: str | None = described("", "how the output was checked: `full` (every element against the "
                                             "float64 reference) or the workload's O(output) sketch (matmul: "
                                             "Freivalds), with what it catches")
-    # Memory and the GPU.
-    peak_memory_bytes: int | None = described("bytes", "peak device memory of this case on a GPU (reset before it "
-                                                    "where the framework can: PyTorch, TensorFlow, CuPy; JAX's is "
-                                                    "the peak since the worker started), else `null`; on a case "
-                                                    "line the largest over processes")
+    # Memory (docs/memory.md; on a case line each the median over processes, which `replicates` list).
+    memory_bytes: int | None = described(
+        "bytes", "what one steady call needs: the bytes of its inputs plus the most it held at once beyond what "
+                 "was in use before it (its output, intermediates, a framework's per-call state). The call "
+                 "measured is the process's second, alone, no earlier output alive. Read from the framework's "
+                 "own counters where it keeps them (a GPU; TensorFlow's oneDNN pool on the CPU), else from the "
+                 "worker's resident set (`memory_method`); `null` where not measured", merge=MEDIAN)
+    first_call_memory_bytes: int | None = described(
+        "bytes", "the same for the first call: inputs plus the most the first call (tracing, compilation and one "
+                 "run) held beyond what was in use before it", merge=MEDIAN)
+    memory_before_bytes: int | None = described(
+        "bytes", "in use before the first call: the whole worker's resident set (interpreter, framework, "
+                 "inputs, the harness's reference), or where the framework's counters are read, its allocations "
+                 "(inputs included)", merge=MEDIAN)
+    peak_memory_bytes: int | None = described(
+        "bytes", "the most in use at once during the measured calls, everything in use counted: the worker's "
+                 "resident set, or the framework's allocations where its counters are read (not the CUDA "
+                 "context); JAX's on a GPU only where the case set a new high for its worker, since its peak "
+                 "cannot be reset", merge=MEDIAN)
+    reserved_memory_bytes: int | None = described(
+        "bytes", "what the framework's memory pool held from the device after the steady call, in use or not "
+                 "(PyTorch's caching allocator at its peak, CuPy's pool, JAX's `pool_bytes`); `null` where it "
+                 "tells none (every framework on the CPU, TensorFlow)", merge=MEDIAN)
+    memory_method: str | None = described("", "how the memory figures were read, or why they were not")
+    # The GPU.
     cold_samples_s: tuple[float, ...] | None = described(
         "s", "GPU cases whose inputs fit in L2 and whose call is under 1 ms: one call each after a 2×L2 write "
              "flushed the cache (25 per process, pooled)")
@@ -279,7 +304,7 @@ class CaseRecord(Mapping[str, Any]):
     cold_method: str | None = described("", "how the cold calls were timed: CUDA events (torch, CuPy) or the wall "
                                          "clock with the sync (JAX)")
     l2_bytes: int | None = described("bytes", "GPU cases: the GPU's L2 size (CUDA driver)")
-    input_bytes: int | None = described("bytes", "GPU cases: the bytes of the case's inputs")
+    input_bytes: int | None = described("bytes", "the bytes of the case's inputs")
     gpu_clock: dict[str, Any] | None = described("", "GPU cases: `sm_mhz_before`, `sm_mhz_after` (NVML), `reasons` "
                                                   "(slowdown reasons seen after the case) and `throttled`; over "
                                                   "processes, a throttled one if any")

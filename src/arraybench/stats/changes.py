@@ -88,8 +88,10 @@ class Step:
 
 
 def steps(series: Sequence[Series], runs: int, *, alpha: float = ALPHA, min_side: int = MIN_SIDE,
-          min_step: float = MIN_STEP) -> list[Step]:
-    """Every lasting step of every series of one machine's `runs` runs (see the module's method)."""
+          min_step: float = MIN_STEP, host: bool = True) -> list[Step]:
+    """Every lasting step of every series of one machine's `runs` runs (see the module's method).
+    `host`: divide out each run's host factor (step 2); a series of memory figures, which a slow host
+    does not move, is read without it (its levels are then in its own unit, bytes, not seconds)."""
     if not series:
         return []
     for s in series:
@@ -102,15 +104,15 @@ def steps(series: Sequence[Series], runs: int, *, alpha: float = ALPHA, min_side
     threshold = NormalDist().inv_cdf(1 - alpha / (2 * len(series) * splits))
     levels = np.stack([_piecewise_median(row, []) for row in y])
     for _ in range(2):  # levels from the steps found, then the host factor read again
-        host = host_factor(y, levels)
-        z = y - host
+        factor = host_factor(y, levels) if host else np.zeros(runs)
+        z = y - factor
         found = []
         for i in range(len(series)):
             prepared = _prepared(z[i], min_side)
             cuts = _segment(prepared, threshold, min_side, min_step)
             found.append((prepared, cuts))
             levels[i] = _piecewise_median(z[i], cuts)
-    typical = float(np.median(host))
+    typical = float(np.median(factor))
     out = []
     for s, (prepared, cuts) in zip(series, found, strict=True):
         out.extend(_describe(s.key, prepared, cuts, typical))

@@ -144,10 +144,22 @@ MIGRATIONS: list[tuple[str | Spelled | Callable[[Store], object], ...]] = [
         "CREATE INDEX cases_summary ON cases(run_id, seq, case_id, backend, status, median_s, ci_low_s, ci_high_s)",
         "CREATE INDEX runs_machine ON runs(machine)",
     ),
+    # 7: memory_bytes (a steady call's memory, docs/memory.md) as a column in the summary index, so
+    #    `history --changes` reads each series' memory as it reads its time, from the index alone.
+    (
+        Spelled(sqlite="ALTER TABLE cases ADD COLUMN memory_bytes REAL",
+                postgres="ALTER TABLE cases ADD COLUMN memory_bytes DOUBLE PRECISION"),
+        Spelled(sqlite="UPDATE cases SET memory_bytes = json_extract(record, '$.memory_bytes')",
+                postgres="UPDATE cases SET memory_bytes = (record::json ->> 'memory_bytes')::double precision"),
+        "DROP INDEX cases_summary",
+        "CREATE INDEX cases_summary ON cases(run_id, seq, case_id, backend, status, median_s, ci_low_s, ci_high_s, "
+        "memory_bytes)",
+    ),
 ]
 SCHEMA = len(MIGRATIONS)
 RUN_COLUMNS = "id, started, machine, arraybench_version, environment, settings, header, incomplete"
-CASE_COLUMNS = "run_id, seq, case_id, record, backend, mode, status, figures, median_s, ci_low_s, ci_high_s"
+CASE_COLUMNS = ("run_id, seq, case_id, record, backend, mode, status, figures, median_s, ci_low_s, ci_high_s, "
+                "memory_bytes")
 
 
 @dataclass(frozen=True)
@@ -554,7 +566,7 @@ def _case_row(rid: str, seq: int, record: CaseRecord) -> tuple[Any, ...]:
     """A record as a row of the cases table (CASE_COLUMNS)."""
     low, high = record.ci95_s or (None, None)
     return (rid, seq, record.id, _dumps(record.to_json()), record.backend, record.mode, record.status, None,
-            *finite([record.median_s, low, high]))
+            *finite([record.median_s, low, high]), record.memory_bytes)
 
 
 def _header(env: str, settings: str, rest: str) -> dict[str, Any]:

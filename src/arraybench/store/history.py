@@ -1,4 +1,4 @@
-"""A store's history: each machine's runs in time order, each case's time over them, and its lasting changes."""
+"""A store's history: each machine's runs in time order, each case's time and memory, their lasting changes."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from arraybench.results.record import CaseRecord
 from arraybench.site.model import machine_names
 from arraybench.stats.changes import Series, Step, steps
 from arraybench.store import Store
+from arraybench.units import format_size
+
+# What a Change is a change of: a case's time per call, or the memory of one call (docs/memory.md).
+TIME, MEMORY = "time", "memory"
 
 
 @dataclass(frozen=True)
@@ -28,13 +32,15 @@ class RunPoint:
 @dataclass
 class SeriesHistory:
     """One case on one machine: its median seconds and 95 % interval in each of the machine's runs
-    (None where the run did not measure it correctly), and its latest record's spec, for its name."""
+    (None where the run did not measure it correctly), its memory of a call there (None where not
+    measured), and its latest record's spec, for its name."""
 
     case_id: str
     spec: Mapping[str, Any]
     medians: list[float | None]
     lows: list[float | None]
     highs: list[float | None]
+    memory: list[float | None] = field(default_factory=list)
 
 
 @dataclass
@@ -49,12 +55,13 @@ class MachineHistory:
 
 @dataclass(frozen=True)
 class Change:
-    """A lasting step in one case's time on one machine, in words a person reads."""
+    """A lasting step in one case's time (or memory: `kind`) on one machine, in words a person reads."""
 
     machine: MachineHistory
     series: SeriesHistory
     step: Step
     size: str  # the workload's size parameter, "n"
+    kind: str = TIME
 
     @property
     def run(self) -> RunPoint:
@@ -63,7 +70,13 @@ class Change:
 
     @property
     def slower(self) -> bool:
-        return self.step.slower
+        """A lasting slowdown: what `history --changes` exits 3 for (a memory change does not)."""
+        return self.kind == TIME and self.step.slower
+
+    @property
+    def grew(self) -> bool:
+        """A lasting growth of the memory a call needs."""
+        return self.kind == MEMORY and self.step.slower
 
     @property
     def versions(self) -> tuple[str, str] | None:
@@ -80,11 +93,16 @@ class Change:
 
     @property
     def change(self) -> str:
-        """'12 % slower (95 %: 9–15 %)' or '15 % faster (…)': the time's change and its interval."""
-        s = self.step
+        """'12 % slower (95 %: 9–15 %)' or '15 % faster (…)': the time's change and its interval; of memory,
+        '40 % more memory (95 %: 38–42 %; 48 MiB → 67 MiB)' or '… less memory …'."""
+        s, memory = self.step, self.kind == MEMORY
+        more, less = ("more memory", "less memory") if memory else ("slower", "faster")
+        levels = f"; {format_size(round(s.before_s))} → {format_size(round(s.after_s))}" if memory else ""
         if s.slower:
-            return f"{(s.ratio - 1) * 100:.0f} % slower (95 %: {(s.low - 1) * 100:.0f}–{(s.high - 1) * 100:.0f} %)"
-        return f"{(1 - s.ratio) * 100:.0f} % faster (95 %: {(1 - s.high) * 100:.0f}–{(1 - s.low) * 100:.0f} %)"
+            low, high = (s.low - 1) * 100, (s.high - 1) * 100
+            return f"{(s.ratio - 1) * 100:.0f} % {more} (95 %: {low:.0f}–{high:.0f} %{levels})"
+        low, high = (1 - s.high) * 100, (1 - s.low) * 100
+        return f"{(1 - s.ratio) * 100:.0f} % {less} (95 %: {low:.0f}–{high:.0f} %{levels})"
 
     @property
     def why(self) -> str:
@@ -98,10 +116,12 @@ class Change:
         return f"{self.what}: {self.change} from run {self.run.id}" + (f" ({self.why})" if self.why else "")
 
     def to_json(self) -> dict[str, Any]:
-        s = self.step
+        s, time = self.step, self.kind == TIME
         return {"machine": self.machine.key, "machine_name": self.machine.name, "case": self.series.case_id,
-                "run": self.run.id, "started": self.run.started, "slower": s.slower, "ratio": s.ratio,
-                "ratio_low": s.low, "ratio_high": s.high, "before_s": s.before_s, "after_s": s.after_s,
+                "run": self.run.id, "started": self.run.started, "kind": self.kind, "slower": self.slower,
+                "grew": self.grew, "ratio": s.ratio, "ratio_low": s.low, "ratio_high": s.high,
+                "before_s": s.before_s if time else None, "after_s": s.after_s if time else None,
+                "before_bytes": None if time else s.before_s, "after_bytes": None if time else s.after_s,
                 "versions": list(self.versions) if self.versions else None, "text": self.text()}
 
 
@@ -141,16 +161,17 @@ def read_history(store: Store) -> list[MachineHistory]:
     names = machine_names(envs)
     out = {key: MachineHistory(key, names[key], runs) for key, runs in runs_of.items()}
     where = {run.id: (out[m], i) for m, h in out.items() for i, run in enumerate(h.runs)}
-    for rid, case_id, median, low, high in store.db.execute(
-            "SELECT run_id, case_id, median_s, ci_low_s, ci_high_s FROM cases "
+    for rid, case_id, median, low, high, memory in store.db.execute(
+            "SELECT run_id, case_id, median_s, ci_low_s, ci_high_s, memory_bytes FROM cases "
             "WHERE status = 'ok' AND median_s IS NOT NULL ORDER BY run_id, seq"):
         history, i = where[rid]
         series = history.series.get(case_id)
         if series is None:
             n = len(history.runs)
-            series = history.series[case_id] = SeriesHistory(case_id, {}, [None] * n, [None] * n, [None] * n)
+            series = history.series[case_id] = SeriesHistory(case_id, {}, [None] * n, [None] * n, [None] * n,
+                                                              [None] * n)
         # A case a resumed run retried counts once, by its last record: the later seq overwrites.
-        series.medians[i], series.lows[i], series.highs[i] = median, low, high
+        series.medians[i], series.lows[i], series.highs[i], series.memory[i] = median, low, high, memory
     _fill_specs(store, out.values())
     return sorted(out.values(), key=lambda h: h.name)
 
@@ -187,11 +208,27 @@ def found(machines: list[MachineHistory]) -> list[Change]:
     return sorted(out, key=lambda c: (c.run.started, c.machine.name, c.what), reverse=True)
 
 
+def memory_found(machines: list[MachineHistory]) -> list[Change]:
+    """Every lasting change in the memory a call needs, by the same method as time's but with no host
+    factor (a slow host does not move memory), newest first."""
+    out = []
+    for h in machines:
+        sizes = size_params(h)
+        measured = [Series(k, s.memory) for k, s in h.series.items() if any(m is not None for m in s.memory)]
+        for step in steps(measured, len(h.runs), host=False):
+            series = h.series[step.key]
+            out.append(Change(h, series, step, sizes[str(series.spec.get("workload"))], MEMORY))
+    return sorted(out, key=lambda c: (c.run.started, c.machine.name, c.what), reverse=True)
+
+
 def changes(store: Store, since: str | None = None) -> list[Change]:
-    """Every lasting change in the store's history, newest first; with `since` (a run id, prefix or
-    `latest`), only those from runs started no earlier than that run."""
+    """Every lasting change in the store's history, of time and of memory, newest first; with `since` (a
+    run id, prefix or `latest`), only those from runs started no earlier than that run."""
     start = None
     if since is not None:
         rid = store.resolve(since)
         start = str(store.db.execute("SELECT started FROM runs WHERE id = ?", (rid,)).fetchone()[0])
-    return [c for c in found(read_history(store)) if start is None or c.run.started >= start]
+    machines = read_history(store)
+    every = sorted(found(machines) + memory_found(machines), key=lambda c: (c.run.started, c.machine.name, c.what),
+                   reverse=True)
+    return [c for c in every if start is None or c.run.started >= start]

@@ -96,7 +96,7 @@ class _CUDARuntimeError(RuntimeError):
 
 
 _stream = SimpleNamespace(synchronize=lambda: None, ptr=0)
-_pool = SimpleNamespace(free_all_blocks=lambda: None, total_bytes=lambda: 0)
+_pool = SimpleNamespace(free_all_blocks=lambda: None, total_bytes=lambda: 0, used_bytes=lambda: 0)
 cuda = SimpleNamespace(
     Device=_Device,
     get_current_stream=lambda: _stream,
