@@ -30,6 +30,9 @@ SLOT = "arraybench"
 GPU = "GPU"
 CONNECT_TIMEOUT = 30.0
 WAIT_FOR_WORKERS = 60.0
+# How long a worker that `--on` names may take to join a cluster that already has others: a
+# cluster started a moment ago registers its workers one by one.
+WAIT_FOR_NAMED = 10.0
 POLL = 0.2
 CHECK_EVERY = 2.0
 WORKER_HINT = "start each with: dask worker ADDRESS --nthreads 1 --resources arraybench=1 (see docs/cluster.md)"
@@ -112,14 +115,21 @@ class ClusterTarget:
     def workers(self, client: Any) -> tuple[list[DaskWorker], Pins]:
         """The connected workers and what `--on` allows; a cluster no case can run on is refused."""
         where = self.address or "the local cluster"
-        try:
-            client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+        try:  # a local cluster's every worker; another's first (more may join while the run goes)
+            client.wait_for_workers(self.local_workers or 1, timeout=WAIT_FOR_WORKERS)
         except TimeoutError:
             raise UsageError(f"no Dask worker joined {where} within {WAIT_FOR_WORKERS:.0f} s; {WORKER_HINT}") from None
-        workers = dask_workers(client)
-        if not any(w.offers({SLOT: 1}) for w in workers):
-            raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
-        return workers, self.pins(workers, client.run(socket.gethostname) if self.on else {})
+        named_by = time.monotonic() + WAIT_FOR_NAMED
+        while True:
+            workers = dask_workers(client)
+            if not any(w.offers({SLOT: 1}) for w in workers):
+                raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
+            try:
+                return workers, self.pins(workers, client.run(socket.gethostname) if self.on else {})
+            except UsageError:  # a worker --on names may still be joining
+                if time.monotonic() >= named_by:
+                    raise
+                time.sleep(POLL)
 
     def pins(self, workers: list[DaskWorker], hostnames: dict[str, str]) -> Pins:
         """The workers `--on` names; each token may be a worker's name, host name, IP or address."""
