@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, compare, compare_samples, render_as
+from arraybench.comparison import compare, render_as
 from arraybench.planning.case import Case
 from arraybench.results import ResultsWriter, load_results
 from arraybench.results.record import CaseRecord, ProcessRecord
 from arraybench.stats.measurement import Measurement, Replicated
+from arraybench.stats.two_sample import compare_samples
+from arraybench.stats.verdicts import FASTER, NOISY, SAME, SLOWER
 from arraybench.workloads import blank_record
 
 

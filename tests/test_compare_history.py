@@ -11,22 +11,14 @@ import random
 import pytest
 from test_compare import record, results_file
 
-from arraybench import comparison
-from arraybench.comparison import (
-    ALPHA,
-    FASTER,
-    RUN_MARK,
-    SLOWER,
-    RunSpread,
-    compare,
-    ratio_test,
-    render,
-    render_as,
-    run_spread,
-)
+from arraybench.comparison import RUN_MARK, compare, render, render_as
+from arraybench.comparison import cases as comparison
 from arraybench.machine.environment import fingerprint
 from arraybench.results import Results, load_results
+from arraybench.stats.between_runs import RunSpread, run_spread
 from arraybench.stats.measurement import Measurement, Replicated
+from arraybench.stats.two_sample import ratio_test
+from arraybench.stats.verdicts import ALPHA, FASTER, SLOWER
 from arraybench.store import Store
 
 CASES = 40

@@ -184,7 +184,7 @@ def test_an_installed_arraybench_is_installed_again_from_its_commit_else_its_rel
     monkeypatch.setattr(envbuild.importlib.metadata, "distribution", lambda name: Installed(url))
     assert envbuild.installed_from() == f"arraybench[user] @ git+https://host/arraybench@{'c' * 40}"
     monkeypatch.setattr(envbuild.importlib.metadata, "distribution", lambda name: Installed(None))
-    assert envbuild.installed_from() == f"arraybench[user]=={envbuild.arraybench.__version__}"
+    assert envbuild.installed_from() == f"arraybench[user]=={envbuild.__version__}"
 
 
 @pytest.mark.parametrize("variables, where", [

@@ -113,8 +113,9 @@ def test_the_report_uses_the_measured_empty_call_before_the_cheapest_call():
 
 def test_the_report_lists_each_backend_modes_empty_call_cheapest_first():
     from arraybench.report.model import environment_rows
+    from arraybench.results.header import RunHeader
 
     records = [CaseRecord(backend="jax", backend_info={"empty_call_s": {"eager": 8.8e-6, "jit": 9.5e-6}}),
                CaseRecord(backend="numpy", backend_info={"empty_call_s": {"eager": 3.5e-7}})]
-    rows = dict(environment_rows({}, records))
+    rows = dict(environment_rows(RunHeader(), records))
     assert rows["empty call (x + x, one element)"] == "numpy·eager 350 ns, jax·eager 8.8 µs, jax·jit 9.5 µs"

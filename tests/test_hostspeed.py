@@ -8,6 +8,7 @@ import pytest
 from arraybench.measure import hostspeed
 from arraybench.measure.timing import Timer, TimerConfig
 from arraybench.report.model import BUSY_HOST
+from arraybench.stats import spells
 
 STEADY, COLD, RAMP = 2**-17, 2**-16, 2**-14  # ~8 µs a call warm, twice that for the first ~60 µs
 
@@ -67,7 +68,7 @@ def host_refs(core, cases):
 
 
 def slowdown(refs):
-    return hostspeed.slowdown(refs, hostspeed.nominal(refs))
+    return spells.slowdown(refs, spells.nominal(refs))
 
 
 def test_a_core_slow_after_a_gpu_wait_is_not_a_slow_host(fake_clock):

@@ -4,6 +4,7 @@ maps, the written answer, compare, history --changes, the store and the exports,
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import random
@@ -130,7 +131,7 @@ def two_runs(base_memory, new_memory, processes=3):
     def run(rid, per):
         recs = [measured("matmul", 64, "numpy", "eager", 1e-3, [per] * processes)]
         res = results_of(recs)
-        res.header["run_id"] = rid
+        res.header = dataclasses.replace(res.header, run_id=rid)
         return res
 
     return run("a", base_memory), run("b", new_memory)

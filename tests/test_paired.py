@@ -5,11 +5,11 @@ import random
 
 import pytest
 
-from arraybench.comparison import FASTER, NOISY, SAME, SLOWER, adjust, compare_paired, compare_samples
 from arraybench.stats import paired as paired_module
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import all_differences, by_round, paired_log_ratio, paired_prior
-from arraybench.stats.verdicts import decide
+from arraybench.stats.two_sample import adjust, compare_paired, compare_samples
+from arraybench.stats.verdicts import FASTER, NOISY, SAME, SLOWER, decide
 
 ROUNDS = 6
 

@@ -10,6 +10,7 @@ import pytest
 
 from arraybench.measure import hostspeed
 from arraybench.measure.timing import Timer, TimerConfig
+from arraybench.stats import spells
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.pooling import (
     MIN_CASES,
@@ -111,10 +112,10 @@ def test_one_process_borrows_the_runs_spread_when_there_is_a_prior():
 
 def test_nominal_is_a_low_quantile_and_slowdown_the_median_over_it():
     refs = [1e-5] * 30 + [1.8e-5] * 70
-    assert hostspeed.nominal(refs) == 1e-5
-    assert hostspeed.nominal([]) is None
-    assert hostspeed.slowdown(refs, 1e-5) == pytest.approx(1.8)
-    assert hostspeed.slowdown([], 1e-5) is None
+    assert spells.nominal(refs) == 1e-5
+    assert spells.nominal([]) is None
+    assert spells.slowdown(refs, 1e-5) == pytest.approx(1.8)
+    assert spells.slowdown([], 1e-5) is None
 
 
 def test_reference_kernel_takes_a_positive_time():
@@ -193,7 +194,8 @@ def test_with_a_pooled_prior_compare_finds_a_10_percent_change_on_a_quiet_host()
     """Processes within ±2 % of each other: three a side find a 10 % change once the run's cases
     are pooled, and two identical runs give (almost) no verdict: with every case unchanged,
     Benjamini–Hochberg at 5 % lets some run show one false verdict about one time in twenty."""
-    from arraybench.comparison import SAME, SLOWER, adjust, compare_samples
+    from arraybench.stats.two_sample import adjust, compare_samples
+    from arraybench.stats.verdicts import SAME, SLOWER
 
     rng = random.Random(21)
     sds = [0.02] * 40
@@ -221,7 +223,8 @@ def test_reading_with_a_prior_reuses_the_bootstrap_and_gives_what_a_fresh_read_g
 
 
 def test_compare_says_a_one_process_side_borrowed_its_runs_spread_when_both_runs_have_a_prior():
-    from arraybench.comparison import SampleComparison, verdict_note
+    from arraybench.comparison import verdict_note
+    from arraybench.stats.two_sample import SampleComparison
 
     one = SampleComparison(1.0, (0.9, 1.1), 1.0, "same", 0.05, 10.0, 1.0, (1, 1))
     assert "borrow" not in verdict_note(one, None, None) and "unknown" in verdict_note(one, None, None)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from arraybench.comparison import SLOWER
+from arraybench.report.view import CaseView
 from arraybench.stats import bracket
 from arraybench.stats.power import bh_level, detectable_change, detectable_gap, phrase
-from arraybench.stats.verdicts import decide
+from arraybench.stats.verdicts import SLOWER, decide
 
 THRESHOLD = 0.05
 
@@ -72,12 +72,12 @@ def test_the_phrase(fraction, text):
     assert phrase(fraction) == text
 
 
-def _case(median: float, se: float, processes: int) -> dict:
+def _case(median: float, se: float, processes: int) -> CaseView:
     """A case's record as the report reads it: its 95 % interval from a log standard error `se`
     (±z·√2·se, where a repeat run's median falls, with several processes; ±z·se with one)."""
     half = scipy.stats.norm.ppf(0.975) * se * (math.sqrt(2) if processes > 1 else 1)
-    return {"size": 1000, "median_s": median, "ci_low_s": median * math.exp(-half),
-            "ci_high_s": median * math.exp(half), "n_processes": processes}
+    return CaseView(size=1000, median_s=median, ci_low_s=median * math.exp(-half),
+                    ci_high_s=median * math.exp(half), n_processes=processes)
 
 
 def simulated_separation(gap: float, se_a: float, se_b: float, processes: int, draws: int = 4000,
@@ -109,6 +109,6 @@ def test_what_a_tie_could_see_grows_with_its_intervals_and_is_said_as_a_differen
     assert 0 < tight < wide
     # The report's test is one of intervals apart: it needs more than compare's paired t test.
     assert tight > detectable_change(0.01 * math.sqrt(2), math.inf, 0.0)
-    unbounded = {"size": 1000, "median_s": 1e-4, "ci_low_s": 0.0, "ci_high_s": math.inf, "n_processes": 1}
+    unbounded = CaseView(size=1000, median_s=1e-4, ci_low_s=0.0, ci_high_s=math.inf, n_processes=1)
     assert detectable_gap(unbounded, _case(1e-4, 0.01, 3)) == math.inf
     assert phrase(0.123, noun="difference") == "no difference larger than 12 % (80 % power)"

@@ -22,10 +22,10 @@ from arraybench.report.files import csv_columns
 from arraybench.report.model import ReportData
 from arraybench.report.view import FIGURES
 from arraybench.results import SCHEMA, ResultsWriter
+from arraybench.results.header import model_names, short_name
 from arraybench.results.record import CaseRecord
 from arraybench.site import across, load_store, write_site
 from arraybench.site.html import LATEST_RUNS
-from arraybench.site.model import machine_names, short_name
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(2)>"
@@ -137,7 +137,7 @@ def test_machines_are_named_as_people_call_them_and_kept_apart():
     assert short_name(desktop) == "12-core Core i7-8700"
     assert short_name({"gpus": [{"name": "NVIDIA A100-SXM4-40GB"}] * 2}) == "2× A100-SXM4"
     twins = {"a": {**CPU_ENV, "hostname": "ci-1"}, "b": {**CPU_ENV, "hostname": "ci-2"}, "c": GPU_ENV}
-    assert machine_names(twins) == {"a": "2-core EPYC (ci-1)", "b": "2-core EPYC (ci-2)", "c": "H100"}
+    assert model_names(twins) == {"a": "2-core EPYC (ci-1)", "b": "2-core EPYC (ci-2)", "c": "H100"}
 
 
 class Links(HTMLParser):
@@ -250,7 +250,7 @@ def test_derived_figures_travel_in_results_csv_json_and_exports_and_agree_with_t
     for row in rows:
         view = views[row["id"]]
         assert row["bound"] == (view.bound or "")
-        assert all(same(row[name], view[name]) for name in FIGURES if name != "bound")
+        assert all(same(row[name], getattr(view, name)) for name in FIGURES if name != "bound")
     assert {r["bound"] for r in rows} >= {"dispatch", "memory", "compute"}
     # The HTML report's table shows the same bound and speedup for each case.
     html = (out / "report.html").read_text()
@@ -279,7 +279,7 @@ def test_derived_figures_travel_in_results_csv_json_and_exports_and_agree_with_t
     for r in exports.correct_records(res):
         measures = bmf[exports.benchmark_name(r)]
         for name, measure in exports.BMF_MEASURES.items():
-            value = views[r.id][name]
+            value = getattr(views[r.id], name)
             assert (measure not in measures) if value is None else measures[measure]["value"] == value
 
 

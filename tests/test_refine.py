@@ -8,6 +8,7 @@ from arraybench.execution.session import refine_crossovers
 from arraybench.planning import refine
 from arraybench.planning.case import Case
 from arraybench.results import SCHEMA, ResultsWriter, load_results
+from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket
 from arraybench.workloads import blank_record
 
@@ -16,9 +17,8 @@ def case(backend: str, n: int, mode: str = "eager") -> Case:
     return Case("elementwise_add", (("n", n),), backend, mode, "float32", 2)
 
 
-def record(c: Case, median: float, spread: float = 0.01) -> dict:
-    return {"id": c.id, "status": "ok", "median_s": median,
-            "ci95_s": [median * (1 - spread), median * (1 + spread)]}
+def record(c: Case, median: float, spread: float = 0.01) -> CaseRecord:
+    return replace(blank_record(c, "ok"), median_s=median, ci95_s=(median * (1 - spread), median * (1 + spread)))
 
 
 def timings(n: int) -> dict[str, float]:
@@ -26,7 +26,7 @@ def timings(n: int) -> dict[str, float]:
     return {"numpy": 1e-6 + 1e-9 * n, "torch": 1e-5 + 1e-10 * n, "jax": 1e-4 + 1e-9 * n}
 
 
-def measure(cases: list[Case]) -> list[dict]:
+def measure(cases: list[Case]) -> list[CaseRecord]:
     return [record(c, timings(c.params_dict["n"])[c.backend]) for c in cases]
 
 
@@ -96,7 +96,7 @@ def test_a_change_of_winner_within_noise_at_both_ends_is_not_refined():
 def test_failed_or_untimed_records_are_not_points():
     plan = [case(b, n) for b in ("numpy", "torch") for n in (1_000, 1_000_000)]
     records = measure(plan)
-    records[1] = {**records[1], "status": "wrong"}
+    records[1] = replace(records[1], status="wrong")
     assert refine.proposals(plan, [], records) == []
 
 
@@ -113,9 +113,8 @@ class FakeRunner:
 
     def run(self, cases: list[Case]) -> list[dict]:
         self.calls.append(cases)
-        for c, r in zip(cases, measure(cases), strict=True):
-            ci = tuple(r["ci95_s"])
-            self.writer.append(replace(blank_record(c, "ok"), median_s=r["median_s"], ci95_s=ci, iqr_s=0.0))
+        for r in measure(cases):
+            self.writer.append(replace(r, iqr_s=0.0))
         return []
 
 

@@ -16,6 +16,7 @@ from arraybench.planning.case import Case
 from arraybench.report.table import cell
 from arraybench.report.view import CaseView
 from arraybench.results import ResultsWriter, load_results, measured
+from arraybench.results.header import Peaks
 from arraybench.results.record import CaseRecord
 from arraybench.stats.measurement import Measurement, Replicated, fault_dominated, median_variance_factor
 from arraybench.workloads import blank_record
@@ -224,10 +225,10 @@ def test_page_fault_dominated_cases_are_marked():
     from arraybench.report import bound
 
     rec = proc_record(41.8e-3, minor_faults_per_call=15_671.0, iqr_s=0.0)
-    view = CaseView.of(rec, bound=bound.classify(rec, None, {}))
+    view = CaseView.of(rec, bound=bound.classify(rec, None, Peaks()))
     assert view.bound == "page-faults" and "page-faults" in cell(view, None)
     calm = replace(rec, minor_faults_per_call=88.0)
-    assert bound.classify(calm, None, {}) != "page-faults"
+    assert bound.classify(calm, None, Peaks()) != "page-faults"
 
 
 FAULTS_PER_ROUND = """

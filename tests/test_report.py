@@ -2,6 +2,7 @@
 everything."""
 
 import csv
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -187,7 +188,8 @@ def test_two_hosts_of_one_name_with_other_cpus_are_two_machines():
     from arraybench.machine.environment import fingerprint
 
     small, large = results_of(sweep_records(), hostname="vm"), results_of(sweep_records(), hostname="vm")
-    large.environment["cpu_model"] = "Big CPU"
+    large.header = dataclasses.replace(large.header, environment=dataclasses.replace(large.environment,
+                                                                                     cpu_model="Big CPU"))
     data = ReportData.from_results([small, large])
     assert data.machines == sorted([fingerprint(small.environment), fingerprint(large.environment)])
     assert len(data.records) == 2 * len(sweep_records())

@@ -1,6 +1,7 @@
 """The report's answer: a paragraph per workload, a bound per case, no fake rates, bracketed crossovers, a roofline."""
 
 import csv
+import dataclasses
 import re
 
 import pytest
@@ -15,7 +16,7 @@ from arraybench.report.model import ReportData
 
 
 def by_case(data, workload, label, size):
-    return next(r for r in data.records if r["workload"] == workload and data.label(r) == label and r["size"] == size)
+    return next(r for r in data.records if r.workload == workload and data.label(r) == label and r.size == size)
 
 
 def test_the_answer_opens_report_md_and_names_who_wins_where_by_how_much_and_the_per_call_costs(bisected_report):
@@ -66,12 +67,12 @@ def test_an_unbisected_sweep_says_which_size_to_measure_next(synthetic_report):
 def test_each_case_gets_a_bound_from_what_was_measured():
     data = ReportData.from_results([results_of(bisected_records(), peaks=PEAKS)])
     # jax·jit's 7 µs call at n = 100 and n = 316: the time hardly grows with 3× the work
-    assert by_case(data, "elementwise_add", "jax·jit", 100)["bound"] == "dispatch"
-    assert by_case(data, "elementwise_add", "numpy·eager", 1_000_000)["bound"] == "memory"  # 1/24 FLOP/byte
-    assert by_case(data, "matmul", "numpy·eager", 16)["bound"] == "dispatch"
-    assert by_case(data, "matmul", "numpy·eager", 2048)["bound"] == "compute"  # 85 FLOP/byte, ridge 2.5
-    assert by_case(data, "sort", "torch·eager", 1_000_000)["bound"] == "compute"  # streams 1 % of the roof
-    assert by_case(data, "transfer_to_host", "jax·eager", 4096)["bound"] == "memory"  # a host copy
+    assert by_case(data, "elementwise_add", "jax·jit", 100).bound == "dispatch"
+    assert by_case(data, "elementwise_add", "numpy·eager", 1_000_000).bound == "memory"  # 1/24 FLOP/byte
+    assert by_case(data, "matmul", "numpy·eager", 16).bound == "dispatch"
+    assert by_case(data, "matmul", "numpy·eager", 2048).bound == "compute"  # 85 FLOP/byte, ridge 2.5
+    assert by_case(data, "sort", "torch·eager", 1_000_000).bound == "compute"  # streams 1 % of the roof
+    assert by_case(data, "transfer_to_host", "jax·eager", 4096).bound == "memory"  # a host copy
 
 
 def test_page_faults_transfers_and_gpu_launches_are_named():
@@ -94,18 +95,18 @@ def test_page_faults_transfers_and_gpu_launches_are_named():
                flops=6 * 4096**2, bytes=8 * 4096**2),
     ]
     data = ReportData.from_results([results_of(recs, peaks=gpu_peaks)])
-    bounds = {(r["workload"], r["size"], r["backend"], r["mode"]): r["bound"] for r in data.records}
+    bounds = {(r.workload, r.size, r.backend, r.mode): r.bound for r in data.records}
     assert bounds[("poly", 4096, "numpy", "eager")] == "page-faults"
     assert bounds[("poly", 4096, "torch", "eager")] == "memory"
     assert bounds[("transfer_to_device", 4096, "torch", "eager")] == "transfer"
     assert bounds[("transfer_to_host", 4096, "jax", "eager")] == "dispatch"
-    no_copy = next(r for r in data.records if r["workload"] == "transfer_to_host")
-    assert no_copy["gbs"] is None and no_copy["no_rate"].startswith("no bytes moved: faster than the GPU's own memory")
-    copy = next(r for r in data.records if r["workload"] == "transfer_to_device")
-    assert copy["gbs"] == pytest.approx(4 * 4096**2 / 0.004 / 1e9) and copy["no_rate"].startswith("no FLOPs")
+    no_copy = next(r for r in data.records if r.workload == "transfer_to_host")
+    assert no_copy.gbs is None and no_copy.no_rate.startswith("no bytes moved: faster than the GPU's own memory")
+    copy = next(r for r in data.records if r.workload == "transfer_to_device")
+    assert copy.gbs == pytest.approx(4 * 4096**2 / 0.004 / 1e9) and copy.no_rate.startswith("no FLOPs")
     assert bounds[("poly", 64, "torch", "jit")] == "dispatch"
-    gpu_big = next(r for r in data.records if r["size"] == 4096 and r["mode"] == "jit")
-    assert gpu_big["bound"] == "memory" and gpu_big["pct_bw_peak"] == pytest.approx(
+    gpu_big = next(r for r in data.records if r.size == 4096 and r.mode == "jit")
+    assert gpu_big.bound == "memory" and gpu_big.pct_bw_peak == pytest.approx(
         100 * 8 * 4096**2 / 2e-4 / 1e9 / 3000.0)  # judged against the GPU's roof, not the CPU's
 
 
@@ -171,7 +172,7 @@ def test_peaks_without_a_compute_roof_leave_the_bound_open_instead_of_guessing(t
     recs = [record("linreg", d, "numpy", "eager", 1e-3 * d) for d in (1, 2)]
     rep = write_all([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})], tmp_path)
     data = ReportData.from_results([results_of(recs, peaks={"bandwidth_gbs": 1.0, "method": "stated"})])
-    assert [r["bound"] for r in data.records] == [None, None]
+    assert [r.bound for r in data.records] == [None, None]
     said = next(x for x in (tmp_path / "report.md").read_text().splitlines() if x.startswith("**linreg (float32).**"))
     assert "numpy·eager is fastest" in said and "Why" not in said and "-bound" not in rep.summary
 
@@ -195,7 +196,7 @@ def test_the_answer_says_no_gpu_was_measured_when_every_gpu_case_was_unavailable
 
     def results_of(recs, devices=("cpu", "gpu")):  # a run that asked for a GPU
         res = report_results_of(recs)
-        res.header["settings"]["devices"] = list(devices)
+        res.header = dataclasses.replace(res.header, settings=dataclasses.replace(res.settings, devices=list(devices)))
         return res
 
     missing = [gpu("jax", "jax sees no gpu here: cpu ×1"), gpu("numpy", "numpy runs on cpu only, not gpu")]
@@ -344,7 +345,7 @@ def test_a_flat_sweep_is_dispatch_bound_only_beyond_noise():
 
     for width, bound in ((0.02, "dispatch"), (0.4, None)):
         data = ReportData.from_results([results_of(sweep(width), peaks={})])
-        assert by_case(data, "add", "numpy·eager", 1000)["bound"] == bound
+        assert by_case(data, "add", "numpy·eager", 1000).bound == bound
 
 
 def test_a_run_of_several_environments_answers_each_environment_apart():

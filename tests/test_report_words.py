@@ -1,6 +1,8 @@
 """The report's words match the facts: a wrong case says why, a speedup needs numpy, each case's error is
 beside its tolerance, an empty answer says so, a partial results file says how much of the plan it holds."""
 
+import dataclasses
+
 import pytest
 from test_report import record, results_of
 
@@ -81,7 +83,7 @@ def test_a_torn_results_file_says_how_many_of_the_planned_cases_it_holds(tmp_pat
 
 def test_a_whole_run_is_not_called_partial(tmp_path):
     res = results_of([linreg(d, "numpy", "eager", 1e-3 * d) for d in (1, 2)])
-    res.header["plan_size"] = 2
+    res.header = dataclasses.replace(res.header, plan_size=2)
     res.records.append(CaseRecord.from_json(linreg(4, "numpy", "eager", 4e-3)))  # refinement adds cases
     rep = write_all([res], tmp_path)
     assert not any("planned cases" in w for w in rep.warnings)

@@ -4,12 +4,12 @@ from typing import TYPE_CHECKING, Any
 
 from arraybench.errors import UsageError
 from arraybench.planning.case import Case
+from arraybench.version import __version__
 
 if TYPE_CHECKING:
     from arraybench.api import compare, run, workload
     from arraybench.store import load
 
-__version__ = "0.1.0"  # the one place the version is written: pyproject.toml reads it from here
 
 __all__ = ["Case", "UsageError", "__version__", "compare", "load", "run", "workload"]
 

@@ -13,7 +13,6 @@ from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION
 from arraybench.cli.options import add_format_option
 from arraybench.envs.spec import described
 from arraybench.errors import UsageError
-from arraybench.machine import environment
 from arraybench.output import exports, formats, terminal
 from arraybench.report import environments
 from arraybench.report.model import run_views
@@ -158,18 +157,18 @@ def cmd_show(args: argparse.Namespace) -> int:
         res = st.load(args.run)
     records = list(res.latest().values())
     if args.format == "json":
-        print(formats.json_text({"header": res.header, "records": exports.records_with_figures(res)}), end="")
+        print(formats.json_text({"header": res.header.to_json(), "records": exports.records_with_figures(res)}), end="")
         return EXIT_OK
     if args.format == "csv":
         views = run_views(res)
         print(formats.render_rows([{**flat_record(r), **views[r.id].figures()} for r in records], "csv"), end="")
         return EXIT_OK
     s = res.settings
-    lines = [f"run {run_id(res.header)}  started {res.header.get('started')}  "
-             f"arraybench {res.header.get('arraybench_version')}",
-             f"machine {environment.fingerprint(res.environment)}; dtype {s.get('dtype')}, threads {s.get('threads')}"]
+    lines = [f"run {run_id(res.header)}  started {res.header.started}  "
+             f"arraybench {res.header.arraybench_version}",
+             f"machine {res.environment.fingerprint}; dtype {s.dtype}, threads {s.threads}"]
     # A run of several Python environments: which each is, and how each compares with the first.
-    envs = res.header.get("environments") or {}
+    envs = res.header.environments
     if envs:
         lines += [f"environments {described(envs)}",
                   *(f"{line}." for line in environments.pair_lines([res]))]
@@ -204,7 +203,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         return EXIT_OK
     try:
         # Its records are written in the current schema, so the copy's header says so.
-        writer = ResultsWriter(out, {**res.header, "schema": RESULTS_SCHEMA})
+        writer = ResultsWriter(out, dataclasses.replace(res.header, schema=RESULTS_SCHEMA))
     except OSError as e:
         raise UsageError(f"cannot write {str(out)!r}: {e.strerror}") from None
     for rec in res.records:

@@ -21,13 +21,13 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-import arraybench
 from arraybench.backends.base import OWN_VARIABLES
 from arraybench.envs.sources import Pinned
 from arraybench.envs.spec import EnvSpec
 from arraybench.errors import BUILT_MARK, UsageError
 from arraybench.machine import gpu
 from arraybench.machine.usercache import user_cache_dir
+from arraybench.version import __version__
 
 Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
 ENV_FILE = BUILT_MARK  # in each cached environment: the recipe it was built from
@@ -77,7 +77,7 @@ def own_packages_env() -> dict[str, str]:
 
 def arraybench_source() -> Source:
     """The running arraybench's source: its checkout if it runs from one (or an editable install of one)."""
-    root = Path(arraybench.__file__).resolve().parents[2]  # <root>/src/arraybench/__init__.py
+    root = Path(__file__).resolve().parents[3]  # <root>/src/arraybench/envs/build.py
     pyproject = root / "pyproject.toml"
     try:
         name = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
@@ -102,7 +102,7 @@ def installed_from() -> str:
     vcs = direct.get("vcs_info") or {}
     if vcs.get("vcs") == "git" and vcs.get("commit_id"):
         return f"arraybench{EXTRAS} @ git+{direct['url']}@{vcs['commit_id']}"
-    return f"arraybench{EXTRAS}=={arraybench.__version__}"
+    return f"arraybench{EXTRAS}=={__version__}"
 
 
 def cpu_pins(root: Path | None, named: Collection[str]) -> tuple[str, ...]:

@@ -9,13 +9,14 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from arraybench import errors
 from arraybench.errors import UsageError
+from arraybench.results.header import PythonEnvironment
 
 EnvKind = Literal["requirements", "interpreter", "current"]
 # Where a requirement comes from: a package index (a PEP 508 line), an archive's URL, a git repository at
@@ -69,12 +70,12 @@ class EnvSpec:
         return f"@{self.python}" if self.kind == "interpreter" else "(this interpreter)"
 
 
-def described(envs: Mapping[str, Any]) -> str:
-    """The run's environments in one line, each with what it was made from: "old: jax==0.9.2; new:
-    jax==0.10.2 with XLA_FLAGS=…"; '' for a run in one environment."""
-    def one(name: str, info: Mapping[str, Any]) -> str:
-        variables = " ".join(f"{k}={v}" for k, v in sorted((info.get("variables") or {}).items()))
-        return f"{name}: {info.get('spec') or '?'}" + (f" with {variables}" if variables else "")
+def described(envs: Mapping[str, PythonEnvironment]) -> str:
+    """The run's environments (its header's) in one line, each with what it was made from: "old:
+    jax==0.9.2; new: jax==0.10.2 with XLA_FLAGS=…"; '' for a run in one environment."""
+    def one(name: str, info: PythonEnvironment) -> str:
+        variables = " ".join(f"{k}={v}" for k, v in sorted(info.variables.items()))
+        return f"{name}: {info.spec or '?'}" + (f" with {variables}" if variables else "")
 
     return "; ".join(one(name, info) for name, info in envs.items())
 

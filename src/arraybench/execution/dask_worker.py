@@ -14,11 +14,11 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
-from arraybench import __version__
 from arraybench.execution.parent import RunConfig, WorkerPool
 from arraybench.machine import environment
 from arraybench.measure import peaks
 from arraybench.planning.case import Case
+from arraybench.version import __version__
 
 
 class CasePool(WorkerPlugin):

@@ -25,7 +25,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Protocol
 
-from arraybench.comparison import compare_samples, paired_prior_of
+from arraybench.comparison import paired_prior_of
 from arraybench.planning.case import Case, base_id, rivals
 from arraybench.results import Results, ResultsWriter, load_results
 from arraybench.results.reading import Reading
@@ -34,6 +34,7 @@ from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
 from arraybench.stats.student import LogRatio
+from arraybench.stats.two_sample import compare_samples
 
 # At most this many times the planned rounds (3 → 12, looked at after 2, 3, 5, 8 and 12: the stop
 # rule's schedule): past it a case stays open and says so.
@@ -151,7 +152,7 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         res = load_results(path)  # once a round: what the last round added
         latest = res.latest()
         ours = [r for r in latest.values() if r.id in by_id]
-        asked = questions(ours, list(res.header.get("environments") or {}), res.reading)
+        asked = questions(ours, list(res.header.environments), res.reading)
         # Per group not yet stopped: its cases, the estimates of their questions, what a round of it
         # costs (nothing within the planned rounds).
         live = [r.id for r in ours if r.status == "ok" and r.samples_s and r.id not in stopped]

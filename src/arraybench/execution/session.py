@@ -7,11 +7,10 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from arraybench import __version__
 from arraybench.errors import UsageError
 from arraybench.execution.more_rounds import Runs, more_rounds
 from arraybench.execution.parent import MakeRunner, Progress, RoundOptions, RunConfig, Runner, WorkerEnv
@@ -27,6 +26,7 @@ from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, wri
 from arraybench.results.record import CaseRecord
 from arraybench.results.run_ids import new_run_id
 from arraybench.store import Recording, Store, StoredRun
+from arraybench.version import __version__
 
 
 def cache_dir(out_dir: Path) -> Path:
@@ -74,7 +74,7 @@ def check_imports(settings: RunSettings, envs: dict[str, Any]) -> None:
                              f"environment cannot import: add what provides it to the spec of --env {name}")
 
 
-def check_same_code(measured: dict[str, Any], envs: dict[str, Any]) -> None:
+def check_same_code(measured: Mapping[str, Mapping[str, Any]], envs: dict[str, Any]) -> None:
     """Refuse to resume a run whose environments now install other code than it measured (a branch
     that moved, an edited project): its cases would mix the two. arraybench itself, the harness, is
     this checkout whatever it was."""
@@ -130,7 +130,7 @@ def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, lis
     """The settings of the interrupted run in `out_dir`, and what it kept (`kept`)."""
     previous = load_results(out_dir)
     try:
-        settings = RunSettings.from_dict(previous.settings) if previous.settings else None
+        settings = RunSettings.from_dict(previous.settings.to_json()) if previous.settings else None
     except (TypeError, ValueError):
         settings = None
     if settings is None:
@@ -175,7 +175,7 @@ def execute(
     envs = prepare_envs(settings)
     check_imports(settings, envs)
     if resume:
-        check_same_code(load_results(out_dir).header.get("environments") or {}, envs)
+        check_same_code(load_results(out_dir).header.environments, envs)
     header = None if resume else new_header(settings, len(plan), run_id, envs)
     if store is not None:
         Store(store).close()  # an unusable --store fails here, before the results file exists

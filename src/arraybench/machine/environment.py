@@ -9,10 +9,11 @@ import platform
 import shutil
 import socket
 import subprocess
+from collections.abc import Mapping
 from typing import Any
 
 from arraybench.machine import gpu
-from arraybench.measure import hostspeed
+from arraybench.machine.caches import last_level_cache_bytes
 
 FRAMEWORKS = {
     "numpy": ("numpy",),
@@ -176,7 +177,7 @@ def collect() -> dict[str, Any]:
         "cpu_physical": psutil.cpu_count(logical=False),
         "cpu_affinity": len(os.sched_getaffinity(0)),
         "memory_bytes": mem,
-        "last_level_cache_bytes": hostspeed.last_level_cache_bytes(),
+        "last_level_cache_bytes": last_level_cache_bytes(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
@@ -190,9 +191,10 @@ def collect() -> dict[str, Any]:
     }
 
 
-def setup(env: dict[str, Any]) -> dict[str, Any]:
-    """A recorded environment without what was measured in it (MEASURED): the machine's setup."""
-    out: Any = env
+def setup(env: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded environment (its JSON, or results.header.MachineEnvironment) without what was measured
+    in it (MEASURED): the machine's setup."""
+    out: Any = dict(env)
     for key in MEASURED:
         out = _without(out, key.split("."))
     return dict(out)
@@ -209,8 +211,9 @@ def _without(obj: Any, path: list[str]) -> Any:
     return {**obj, path[0]: _without(obj[path[0]], path[1:])}
 
 
-def fingerprint(env: dict[str, Any]) -> str:
+def fingerprint(env: Mapping[str, Any]) -> str:
     """A short name for the hardware: the key that tells machines apart in history, the store, the
-    site and reports (Results.machine_key gives a record's)."""
-    gpu = "+".join(g["name"] for g in env.get("gpus", [])) or "no GPU"
-    return f"{env.get('hostname')} · {env.get('cpu_model')} ×{env.get('cpu_logical')} · {gpu}"
+    site and reports (Results.machine_key gives a record's): results.header.MachineEnvironment's."""
+    from arraybench.results.header import MachineEnvironment
+
+    return (env if isinstance(env, MachineEnvironment) else MachineEnvironment.from_json(env)).fingerprint

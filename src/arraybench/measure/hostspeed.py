@@ -33,14 +33,14 @@ clock's; intervals carry the host's spread instead (pooling.py narrows them hone
 
 from __future__ import annotations
 
-import glob
 import math
 import os
-import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from arraybench.machine.caches import last_level_cache_bytes
 
 REFERENCE_LOOP = 200  # iterations of the reference kernel's loop: ~8–15 µs a call on the VMs above
 # Before timing, the kernel runs untimed this long: the reference is timed right after a sample's
@@ -48,7 +48,6 @@ REFERENCE_LOOP = 200  # iterations of the reference kernel's loop: ~8–15 µs a
 REFERENCE_WARMUP_S = 1e-4
 REFERENCE_CALLS = 2  # calls per timing...
 REFERENCE_TIMINGS = 3  # ...and the fastest of these timings is kept (an interrupt spoils one)
-NOMINAL_QUANTILE = 0.1
 
 
 def reference_kernel() -> int:
@@ -93,21 +92,6 @@ MAX_MEMORY_BYTES = 64 * 2**20  # each buffer at most this: ~5–10 ms a copy, tw
 MEMORY_SHARE = 1 / 32  # both buffers within this share of the machine's memory...
 LIMIT_SHARE = 1 / 8  # ...and of a worker's memory limit (RLIMIT_DATA, limits.py)
 _memory: list[Any] = []  # the two buffers, made at the first call; [None] where they could not be made
-
-
-def last_level_cache_bytes() -> int | None:
-    """The largest CPU cache of cpu0 (Linux sysfs), or None where it cannot be read."""
-    sizes = []
-    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
-        try:
-            text = open(path).read().strip()
-        except OSError:
-            continue
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * scale)
-    return max(sizes) if sizes else None
 
 
 @dataclass(frozen=True)
@@ -270,17 +254,3 @@ def thread_waits() -> ThreadWaits | None:
         return None
     return waits if waits.fds else None
 
-
-def nominal(refs: Sequence[float]) -> float | None:
-    """The run's full-speed reference time: the NOMINAL_QUANTILE quantile of all its reference timings."""
-    good = sorted(r for r in refs if r > 0 and math.isfinite(r))
-    if not good:
-        return None
-    return good[min(len(good) - 1, int(NOMINAL_QUANTILE * len(good)))]
-
-
-def slowdown(refs: Sequence[float], full_speed: float | None) -> float | None:
-    """How much slower than full speed the host ran over `refs`: their median over `full_speed`."""
-    if not refs or not full_speed:
-        return None
-    return statistics.median(refs) / full_speed

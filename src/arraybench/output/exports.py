@@ -80,15 +80,15 @@ def pytest_benchmark_stats(samples: Sequence[float], iterations: int) -> dict[st
 def pytest_benchmark(res: Results) -> dict[str, Any]:
     """The run as a pytest-benchmark JSON file (what `pytest --benchmark-json` writes)."""
     env, header = res.environment, res.header
-    git = header.get("git") or {}
-    timer = res.settings.get("timer", {})
+    git = header.git or {}
+    timer = res.settings.timer or {}
     benchmarks = []
     views = run_views(res)
-    envs = header.get("environments") or {}
+    envs = header.environments
     for r in correct_records(res):
         name = benchmark_name(r)
         # Which Python environment measured it, and that environment's framework versions.
-        where = {"env": r.env, "env_versions": (envs.get(r.env) or {}).get("versions") or {}} if r.env else {}
+        where = {"env": r.env, "env_versions": envs[r.env].versions if r.env in envs else {}} if r.env else {}
         benchmarks.append({
             "group": r.workload, "name": name, "fullname": name,
             "params": r.params, "param": ",".join(f"{k}={v}" for k, v in r.params.items()),
@@ -102,13 +102,13 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
         })
     return {
         "machine_info": {
-            "node": env.get("hostname"), "processor": env.get("cpu_model"), "system": env.get("os"),
-            "python_implementation": env.get("python_implementation"), "python_version": env.get("python"),
-            "cpu": {"brand_raw": env.get("cpu_model"), "count": env.get("cpu_logical")},
+            "node": env.hostname, "processor": env.cpu_model, "system": env.os,
+            "python_implementation": env.python_implementation, "python_version": env.python,
+            "cpu": {"brand_raw": env.cpu_model, "count": env.cpu_logical},
         },
         "commit_info": {"id": git.get("commit"), "dirty": git.get("dirty")} if git else {},
         "benchmarks": benchmarks,
-        "datetime": header.get("started"),
+        "datetime": header.started,
         "version": PYTEST_BENCHMARK_VERSION,
     }
 

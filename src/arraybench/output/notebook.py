@@ -16,6 +16,7 @@ from arraybench.envs.spec import described
 from arraybench.output.palette import colour
 from arraybench.planning.case import label as case_label
 from arraybench.report.table import size_sort_key, speedups
+from arraybench.results.header import RunHeader
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.units import format_seconds
 
@@ -23,17 +24,22 @@ from arraybench.units import format_seconds
 HEAT_RANGE = 10.0
 
 
-def short_repr(header: dict[str, Any], records: Sequence[CaseRecord], path: Any) -> str:
+def short_repr(header: RunHeader, records: Sequence[CaseRecord], path: Any) -> str:
     """`<Results run ID: 12 cases (10 ok, 2 wrong) of linreg, matmul in environments old, new; FILE>`,
     never the samples."""
     counts = Counter(r.status for r in records)
     statuses = ", ".join(f"{n} {s}" for s, n in counts.most_common())
     workloads = ", ".join(dict.fromkeys(r.workload for r in records)) or "no workload"
     where = f"; {path}" if path is not None else ""
-    run = header.get("run_id", "?")
-    envs = header.get("environments") or {}
+    run = _or_unknown(header.run_id)
+    envs = header.environments
     measured_in = f" in environments {', '.join(envs)}" if envs else ""
     return f"<Results run {run}: {len(records)} cases ({statuses or 'none'}) of {workloads}{measured_in}{where}>"
+
+
+def _or_unknown(value: Any) -> Any:
+    """A header's field, or '?' where it has none."""
+    return "?" if value is None else value
 
 
 def _heat(speedup: float) -> str:
@@ -43,17 +49,17 @@ def _heat(speedup: float) -> str:
     return f"rgb({fade},255,{fade})" if x > 0 else f"rgb(255,{fade},{fade})"
 
 
-def results_html(header: dict[str, Any], records: Sequence[CaseRecord]) -> str:
+def results_html(header: RunHeader, records: Sequence[CaseRecord]) -> str:
     """Per workload and dtype: rows backend·mode, columns sizes, the median per call in each cell,
     its background the speedup over NumPy eager. WRONG and failed cells are never coloured as fast."""
     speedup = speedups(records)
     groups: dict[tuple[str, str], list[CaseRecord]] = defaultdict(list)
     for r in records:
         groups[(r.workload, r.dtype)].append(r)
-    parts = [f"<p><b>arraybench run {html.escape(str(header.get('run_id', '?')))}</b> · "
-             f"{len(records)} cases · started {html.escape(str(header.get('started', '?')))} · "
+    parts = [f"<p><b>arraybench run {html.escape(str(_or_unknown(header.run_id)))}</b> · "
+             f"{len(records)} cases · started {html.escape(str(_or_unknown(header.started)))} · "
              "cell: median per call; colour: speedup over numpy·eager</p>"]
-    if envs := header.get("environments"):  # each row's [NAME] is one of these
+    if envs := header.environments:  # each row's [NAME] is one of these
         parts.append(f"<p>environments {html.escape(described(envs))}</p>")
     for (workload, dtype), recs in groups.items():
         sizes = sorted({r.size for r in recs}, key=size_sort_key)

@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from arraybench.planning.case import Case
 from arraybench.planning.case import label as case_label
@@ -60,18 +60,34 @@ def _group(case: Case, name: str) -> GroupKey:
 Series = dict[GroupKey, dict[str, dict[float, bracket.Point]]]
 
 
-def _points(records: Iterable[Mapping[str, Any]], ids: dict[str, tuple[GroupKey, str, int]],
-            point: Callable[[Any], bracket.Point] | None = None) -> Series:
+class Measured(Protocol):
+    """What refinement reads of a measured case: its record's fields (results.record.CaseRecord)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def median_s(self) -> float | None: ...
+    @property
+    def ci95_s(self) -> tuple[float, float] | None: ...
+
+
+R = TypeVar("R", bound=Measured)
+
+
+def _points(records: Iterable[R], ids: dict[str, tuple[GroupKey, str, int]],
+            point: Callable[[R], bracket.Point] | None = None) -> Series:
     """Correct, timed records as bracket points (`point`: as the run's reading makes them, paired with
     their rivals by round; else from their intervals): group -> label -> size -> point."""
     out: Series = defaultdict(lambda: defaultdict(dict))
     for r in records:
-        where = ids.get(r.get("id", ""))
-        ci = r.get("ci95_s")
-        if where is None or r.get("status") != "ok" or not r.get("median_s") or not ci or None in ci:
+        where = ids.get(r.id)
+        ci, median = r.ci95_s, r.median_s
+        if where is None or r.status != "ok" or not median or not ci or None in ci:
             continue
         key, lab, size = where
-        found = point(r) if point is not None else bracket.Point(size, r["median_s"], ci[0], ci[1])
+        found = point(r) if point is not None else bracket.Point(size, median, ci[0], ci[1])
         out[key][lab][size] = dataclasses.replace(found, size=size)
     return out
 
@@ -98,8 +114,8 @@ def winner_changes(planned: dict[str, dict[float, bracket.Point]]) -> set[tuple[
     return out
 
 
-def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Mapping[str, Any]],
-              point: Callable[[Any], bracket.Point] | None = None) -> list[Case]:
+def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[R],
+              point: Callable[[R], bracket.Point] | None = None) -> list[Case]:
     """The cases to measure next: both rivals of each open winner change at its next size.
 
     `plan` holds the planned cases (their sizes decide the winners), `extra` the cases refinement
@@ -118,7 +134,7 @@ def proposals(plan: Sequence[Case], extra: Sequence[Case], records: Iterable[Map
     planned_ids = {c.id for c in plan}
     records = list(records)
     every = _points(records, ids, point)
-    planned = _points((r for r in records if r.get("id") in planned_ids), ids, point)
+    planned = _points((r for r in records if r.id in planned_ids), ids, point)
     known = set(ids)
     envs = sorted({c.env for c in plan})
     out: list[Case] = []

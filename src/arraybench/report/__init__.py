@@ -12,6 +12,7 @@ from arraybench.report import answer, bound, crossovers, devices, fits, gpu, tab
 from arraybench.report.files import csv_text
 from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, host_line, memory_reference
 from arraybench.results import Results, atomic_write_text
+from arraybench.results.header import Analysis
 
 __all__ = ["Report", "publish", "write_all"]
 
@@ -105,9 +106,9 @@ def host_warnings(data: ReportData) -> tuple[str, ...]:
     none on a quiet run."""
     out = []
     for machine, header in sorted(data.headers.items()):
-        a = header.get("analysis") or {}
+        a = header.analysis or Analysis()
         where = f"{machine}'s host" if len(data.headers) > 1 else "the host"
-        slow, memory = a.get("host_slowdown"), a.get("memory_slowdown")
+        slow, memory = a.host_slowdown, a.memory_slowdown
         if slow and slow > BUSY_HOST:
             out.append(f"{where} ran {slow:.2f}× slower than its full speed at the median of this run (a reference "
                        "loop timed beside every sample): a shared or throttled machine; its numbers move with it, "
@@ -116,15 +117,15 @@ def host_warnings(data: ReportData) -> tuple[str, ...]:
             out.append(f"{where}'s memory system ran {memory:.2f}× slower than its fastest at the median of this run "
                        f"({memory_reference(a)} timed before and after each process's samples): contended by another "
                        "tenant, which a CPU-bound loop does not see; memory-bound numbers move with it")
-        if a.get("fixed_layout"):
+        if a.fixed_layout:
             out.append("--fixed-layout: every process placed its inputs and heap alike, so the intervals do not "
                        "include what memory layout moves (up to tens of per cent for some kernels); another run "
                        "may land outside them")
-        if a.get("short_of_samples"):
-            out.append(f"{a['short_of_samples']} process(es) stopped at the sampling budget with fewer than 5 "
+        if a.short_of_samples:
+            out.append(f"{a.short_of_samples} process(es) stopped at the sampling budget with fewer than 5 "
                        "samples (calls of seconds): their medians are less certain (`stop` budget in the results)")
-        if a.get("bimodal_processes"):
-            out.append(f"{a['bimodal_processes']} process(es) saw their samples split into two modes more than 25 % "
+        if a.bimodal_processes:
+            out.append(f"{a.bimodal_processes} process(es) saw their samples split into two modes more than 25 % "
                        "apart; each reports its larger mode's median, never a value between (`bimodal` in the "
                        "results)")
     return tuple(out)

@@ -78,7 +78,8 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
 
 def _asked(data: ReportData, machine: str) -> set[str] | None:
     """The device kinds the run on `machine` asked for (`--devices`); None where its header does not say."""
-    devices = (data.headers.get(machine) or {}).get("settings", {}).get("devices")
+    header = data.headers.get(machine)
+    devices = header.settings.devices if header is not None else None
     return {kind_of(d) for d in devices} if devices else None
 
 
@@ -102,8 +103,9 @@ def _spells(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
             reached, processes = reached + hit, processes + total
     if not sizes:
         return ""
-    run = (data.headers.get(recs[0].machine) or {}).get("analysis", {}).get("spells") or {}
-    share = (run.get("touched", 0) + run.get("covered", 0)) / run["processes"] if run.get("processes") else None
+    header = data.headers.get(recs[0].machine)
+    run = header.analysis.spells if header is not None and header.analysis is not None else None
+    share = (run.touched + run.covered) / run.processes if run is not None and run.processes else None
     where = listed([_size(s) for s in sizes])
     of_run = f" ({100 * share:.0f} % of this run's)" if share is not None else ""
     return (f"Open at {name} = {where} while slow spells of the host reached {reached} of the {processes} "
@@ -275,11 +277,11 @@ def _verdict(data: ReportData, name: str, recs: Sequence[CaseView], complete: se
     if len(sizes) == 1 and runs[0][0] is None:
         ties = [r for r in top[1:] if bracket.order(top[0], r) != -1]
         text = (f"At {name} = {_size(last)}, no backend·mode is fastest beyond noise: {data.label(top[0])} "
-                f"({format_seconds(top[0]['median_s'])} per call) and {listed(_tied(data, top)[1:])} are "
+                f"({format_seconds(top[0].median_s)} per call) and {listed(_tied(data, top)[1:])} are "
                 f"within noise of each other ({tie_seen(top[0], ties)}).")
     elif len(sizes) == 1:
         text = (f"At {name} = {_size(last)}, {runs[0][0]} is fastest "
-                f"({format_seconds(top[0]['median_s'])} per call), {_lead(data, top)}.")
+                f"({format_seconds(top[0].median_s)} per call), {_lead(data, top)}.")
     elif len(runs) == 1 and runs[0][0] is None:
         text = (f"No backend·mode is fastest beyond noise at any measured {name} ({_size(sizes[0])} to "
                 f"{_size(last)}): {within(sizes)}.")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from arraybench.planning.devices import kind_of
+from arraybench.results.header import Peaks
 from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket
 from arraybench.stats.measurement import fault_dominated
@@ -40,21 +41,21 @@ MEANING = {
 }
 
 
-def roofs(peaks: Mapping[str, Any], device: str, dtype: str) -> tuple[float | None, float | None]:
+def roofs(peaks: Peaks, device: str, dtype: str) -> tuple[float | None, float | None]:
     """(peak GFLOP/s, peak GB/s) of the machine the case ran on: the GPU's where it ran on one."""
-    here = (peaks.get("gpu") or {}) if kind_of(device) == "gpu" else peaks
-    return (here.get("matmul_gflops") or {}).get(dtype), here.get("bandwidth_gbs")
+    here = (peaks.gpu or Peaks()) if kind_of(device) == "gpu" else peaks
+    return here.matmul_gflops.get(dtype), here.bandwidth_gbs
 
 
-def cache_roof(peaks: Mapping[str, Any], device: str) -> tuple[float | None, int | None]:
+def cache_roof(peaks: Peaks, device: str) -> tuple[float | None, int | None]:
     """(GB/s, bytes) of the CPU's cache roof: a copy whose data stay in one core's cache (peaks.py);
     None on a GPU, or where the peaks did not measure it."""
     if kind_of(device) != "cpu":
         return None, None
-    return peaks.get("cache_bandwidth_gbs"), peaks.get("cache_bytes")
+    return peaks.cache_bandwidth_gbs, peaks.cache_bytes
 
 
-def moved_bytes(r: CaseRecord, peaks: Mapping[str, Any]) -> float | None:
+def moved_bytes(r: CaseRecord, peaks: Peaks) -> float | None:
     """The bytes one call moves, or None where they are not known to move: a transfer on the CPU,
     or a GPU transfer faster than the GPU's own memory, which no copy over a bus can be (it handed
     back a copy it had). The host's copy loop is no such bound: a DMA from pinned memory outruns it."""
@@ -62,13 +63,13 @@ def moved_bytes(r: CaseRecord, peaks: Mapping[str, Any]) -> float | None:
         return r.bytes
     if kind_of(r.device) == "cpu":
         return None
-    device_bw = (peaks.get("gpu") or {}).get("bandwidth_gbs")
+    device_bw = peaks.gpu.bandwidth_gbs if peaks.gpu is not None else None
     if r.median_s and device_bw and r.bytes and r.bytes / r.median_s / 1e9 > device_bw:
         return None
     return r.bytes
 
 
-def no_rate_reason(r: CaseRecord, peaks: Mapping[str, Any]) -> str:
+def no_rate_reason(r: CaseRecord, peaks: Peaks) -> str:
     """Why a case's GFLOP/s or GB/s is left empty ('' when both are real); the words before the colon
     are its short form."""
     if r.bytes and moved_bytes(r, peaks) is None:
@@ -113,7 +114,7 @@ def fixed_cost_dominates(series: Sequence[CaseRecord]) -> set[str]:
             if any(w2 >= MORE_WORK * w and bracket.order(r2, r, 1 / AT_MOST_SLOWER) == -1 for w2, r2 in pts)}
 
 
-def classify(r: CaseRecord, floor_s: float | None, peaks: Mapping[str, Any], flat: bool = False) -> str | None:
+def classify(r: CaseRecord, floor_s: float | None, peaks: Peaks, flat: bool = False) -> str | None:
     """The bound of one correct case, or None when nothing measured says which.
 
     `floor_s` is the backend·mode's cheapest call in the run; `flat` says its time hardly grows

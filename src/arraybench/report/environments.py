@@ -24,7 +24,7 @@ def pair_lines(results: Sequence[Results]) -> list[str]:
     """A sentence per environment after each run's first: how it compares with the first."""
     out = []
     for res in results:
-        envs = res.header.get("environments") or {}
+        envs = res.header.environments
         first, *others = list(envs) or [""]
         for other in others:
             cmp = compare(environment_side(res, first), environment_side(res, other), paired=True)

@@ -35,7 +35,7 @@ def csv_cells(view: CaseView) -> list[Any]:
     """One row's values, in csv_columns order ("" for none)."""
     row: list[Any] = []
     for name in CSV_FIELDS:
-        value = view[name]
+        value = getattr(view, name)
         if name in PAIRS:
             row += list(value) if value else [None, None]
         else:

@@ -15,7 +15,7 @@ HEADER = ["workload", "backend·mode", "largest size that fits", "it needs", "th
 
 def limit(data: ReportData) -> int | None:
     """The memory limit of a `--sizes fit:BYTES` run among the report's; None where none was one."""
-    found = [n for h in data.headers.values() if (n := fit.limit_of(h.get("settings", {}).get("sizes"))) is not None]
+    found = [n for h in data.headers.values() if (n := fit.limit_of(h.settings.sizes)) is not None]
     return min(found) if found else None
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from arraybench import __version__
 from arraybench.report import bound, devices, fits, gpu, vmap, winners
 from arraybench.report.answer import NOTHING_CORRECT, Answer
 from arraybench.report.crossovers import Crossover, render_text
@@ -19,6 +18,7 @@ from arraybench.report.plots import Plot
 from arraybench.report.table import size_sort_key, size_text, unavailable_line
 from arraybench.results.record import FAILED
 from arraybench.units import format_seconds, format_size
+from arraybench.version import __version__
 
 TEMPLATE = Path(__file__).with_name("template.html")
 
@@ -190,8 +190,8 @@ def results_table(data: ReportData) -> str:
             *([num_cell(m, format_size(m) if m is not None else "")
                for m in (r.memory_bytes, r.first_call_memory_bytes)] if memory else []),
             num_cell(r.transfer_s, format_seconds(r.transfer_s)),
-            *[num_cell(r.get(k), f"{r[k]:.3g}" if r.get(k) else "")
-              for k in ("intensity", "gflops", "pct_flop_peak", "gbs", "pct_bw_peak")],
+            *[num_cell(v, f"{v:.3g}" if v else "")
+              for v in (r.intensity, r.gflops, r.pct_flop_peak, r.gbs, r.pct_bw_peak)],
             num_cell(r.rel_err, f"{r.rel_err:.1e}" if r.rel_err is not None else ""),
             num_cell(r.tolerance, f"{r.tolerance:.1e}" if r.tolerance is not None else ""),
             f"<td class=\"notes\">{' '.join(notes)}</td>",
@@ -234,6 +234,6 @@ def environment_html(data: ReportData) -> str:
         rows = "".join(f'<tr><th scope="row">{e(k)}</th><td>{e(v)}</td></tr>'
                        for k, v in environment_rows(header, recs))
         out.append(f"<h3>{e(machine)}</h3><table class=\"kv\">{rows}</table>")
-        settings = json.dumps(header.get("settings", {}), indent=1, sort_keys=True, default=str)
+        settings = json.dumps(header.settings.to_json(), indent=1, sort_keys=True, default=str)
         out.append(f"<details><summary>All settings of this run</summary><pre>{e(settings)}</pre></details>")
     return "\n".join(out)

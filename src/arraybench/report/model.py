@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
 from arraybench.machine import packages
-from arraybench.machine.environment import fingerprint
 from arraybench.planning.case import label as case_label
 from arraybench.planning.devices import kind_of
 from arraybench.report import bound, environments
 from arraybench.report.table import Points, points_by_workload, speedups
 from arraybench.report.view import CaseView
 from arraybench.results import Results
+from arraybench.results.header import Analysis, Peaks, RunHeader, machine_names
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
+from arraybench.stats import spells
 from arraybench.stats.measurement import Measurement
 from arraybench.stats.paired import Pairing
 from arraybench.stats.spells import reached
@@ -45,7 +46,7 @@ class ReportData:
     """Records of one or more results files, keyed by (machine, case id), plus each machine's header."""
 
     records: list[CaseView]  # each one's `machine` is its machine's name here (machine_names)
-    headers: dict[str, dict[str, Any]]  # machine name -> results header (settings, environment)
+    headers: dict[str, RunHeader]  # machine name -> results header (settings, environment, the analysis)
     # One line per results file that holds fewer cases than its run planned (partial_line).
     partial: tuple[str, ...] = ()
     # A sentence per environment of a run of several (`--env`), against its first (environments.py).
@@ -58,7 +59,7 @@ class ReportData:
         hosts: dict[str, str] = {}
         for res in results:
             hosts[res.machine_key()] = res.host()
-            hosts.update({fingerprint(env): host for host, env in res.machine_lines.items()})
+            hosts.update({env.fingerprint: host for host, env in res.machine_lines.items()})
             for r in res.records:
                 hosts.setdefault(res.machine_key(r), res.host(r))
         name = machine_names(hosts)
@@ -70,10 +71,10 @@ class ReportData:
                                                      sum(reached(p.sifted, p.measured)
                                                          for p in res.reading.processes(r)))
                   for res in results for r in res.records if r.status == "ok"}
-        headers = {name[res.machine_key()]: {**res.header, "analysis": analysis(res)} for res in results}
+        headers = {name[res.machine_key()]: dataclasses.replace(res.header, analysis=analysis(res)) for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
             for env in res.machine_lines.values():
-                headers.setdefault(name[fingerprint(env)], {**res.header, "environment": env})
+                headers.setdefault(name[env.fingerprint], dataclasses.replace(res.header, environment=env))
         label = cls([], headers).label_in(list(latest.values()))
         partial = tuple(line for res in results if (line := partial_line(res)))
         return cls(records=_derive(list(latest.values()), headers, label, paired), headers=headers, partial=partial,
@@ -161,23 +162,18 @@ class ReportData:
         """The Python environments of the records (`--env`), in first-seen order; [] for a run of one."""
         return list(dict.fromkeys(r.env for r in self.records if r.env))
 
-    def peaks(self, machine: str) -> dict[str, Any]:
-        return self.headers.get(machine, {}).get("environment", {}).get("peaks", {})
-
-
-def machine_names(hosts: dict[str, str]) -> dict[str, str]:
-    """Machine key -> the name the report gives it: its host name, or its key where another
-    machine here has the same host name."""
-    taken = Counter(hosts.values())
-    return {key: host if taken[host] == 1 else key for key, host in hosts.items()}
+    def peaks(self, machine: str) -> Peaks:
+        """The peaks of `machine` (none measured: a machine without a header here)."""
+        header = self.headers.get(machine)
+        return header.peaks if header is not None else Peaks()
 
 
 def partial_line(res: Results) -> str:
     """'… holds 4 of its 10 planned cases …' where a run stopped (or its file was torn) before every
     planned case had its record, else ''. Refinement's cases come after the plan's, so a file that
     holds the plan's count holds the whole plan."""
-    planned, held = res.header.get("plan_size"), len(res.latest())
-    if not isinstance(planned, int) or held >= planned:
+    planned, held = res.header.planned, len(res.latest())
+    if planned is None or held >= planned:
         return ""
     where = str(res.path) if res.path is not None else f"run {run_id(res.header)}"
     rest = f"; `arraybench run --resume {res.path.parent}` measures the rest" if res.path is not None else ""
@@ -198,13 +194,14 @@ def run_views(res: Results) -> dict[str, CaseView]:
     return {view.record.id: view for view in ReportData.from_results([res]).records}
 
 
-def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], label: Any,
+def _derive(records: Sequence[CaseRecord], headers: dict[str, RunHeader], label: Any,
             paired: Mapping[tuple[str, str], tuple[Any, Any, int]] | None = None) -> list[CaseView]:
     """Each record's view: speedup vs NumPy (same machine), quartiles, the 95 % interval, GFLOP/s,
     GB/s, % of that machine's peaks, arithmetic intensity, the bound, the harness's own per-call cost,
     and (`paired`, by machine and id) its rounds and its run's pairing."""
-    def peaks_of(machine: str | None) -> dict[str, Any]:
-        return headers.get(machine or "", {}).get("environment", {}).get("peaks", {})
+    def peaks_of(machine: str | None) -> Peaks:
+        header = headers.get(machine or "")
+        return header.peaks if header is not None else Peaks()
 
     groups: dict[str | None, list[CaseRecord]] = defaultdict(list)
     for r in records:
@@ -223,7 +220,7 @@ def _derive(records: Sequence[CaseRecord], headers: dict[str, dict[str, Any]], l
                   r.id in flat, *paired.get((r.machine or "", r.id), ((), None, 0))) for r in records]
 
 
-def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict[str, Any], flat: bool,
+def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: Peaks, flat: bool,
           rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None, spelled: int = 0) -> CaseView:
     """One record's derived numbers (see CaseView)."""
     d: dict[str, Any] = {"speedup": speedup, "rounds": rounds, "pairing": pairing, "spelled": spelled}
@@ -249,7 +246,7 @@ def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: dict
     d["pct_bw_peak"] = 100 * d["gbs"] / bw_peak if d["gbs"] and bw_peak else None
     d["dispatch_floor_s"] = floor
     d["bound"] = bound.classify(r, floor, peaks, flat)
-    harness = peaks.get("harness_call_s")
+    harness = peaks.harness_call_s
     shown = ok and harness and kind_of(r.device) == "cpu" and median < SUB_MICROSECOND_S
     d["harness_s"] = harness if shown else None
     return CaseView.of(r, **d)
@@ -271,7 +268,7 @@ BUSY_HOST = 1.15
 BUSY_MEMORY = 1.25
 
 
-def analysis(res: Results) -> dict[str, Any]:
+def analysis(res: Results) -> Analysis:
     """What reading the run worked out beyond its records: the pooled prior, the host's speed."""
     from arraybench.measure import hostspeed
 
@@ -279,17 +276,17 @@ def analysis(res: Results) -> dict[str, Any]:
     refs = [x for r in latest for x in r.host_ref_s or ()]
     memory = [x for r in latest for x in r.memory_ref_s or ()]
     env = res.environment
-    reference = hostspeed.plan_memory_reference(env.get("last_level_cache_bytes"), env.get("memory_bytes"),
-                                                (res.settings or {}).get("memory_limit"))
-    return {"prior": res.prior.to_json(), "full_speed_s": res.full_speed_s,
-            "host_slowdown": hostspeed.slowdown(refs, res.full_speed_s),
-            "memory_full_speed_s": hostspeed.nominal(memory),
-            "memory_slowdown": hostspeed.slowdown(memory, hostspeed.nominal(memory)),
-            "memory_reference": reference.what() if "last_level_cache_bytes" in env else None,
-            "fixed_layout": bool((res.settings or {}).get("fixed_layout")),
-            "spells": res.reading.spells.to_json(),
-            "short_of_samples": sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
-            "bimodal_processes": sum(1 for r in latest for p in r.replicates if p.bimodal)}
+    reference = hostspeed.plan_memory_reference(env.last_level_cache_bytes, env.memory_bytes,
+                                                res.settings.memory_limit)
+    return Analysis(prior=res.prior, full_speed_s=res.full_speed_s,
+                    host_slowdown=spells.slowdown(refs, res.full_speed_s),
+                    memory_full_speed_s=spells.nominal(memory),
+                    memory_slowdown=spells.slowdown(memory, spells.nominal(memory)),
+                    memory_reference=reference.what() if "last_level_cache_bytes" in env else None,
+                    fixed_layout=bool(res.settings.fixed_layout),
+                    spells=res.reading.spells,
+                    short_of_samples=sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
+                    bimodal_processes=sum(1 for r in latest for p in r.replicates if p.bimodal))
 
 
 # Below this share of processes reached by a slow spell (spells.REACHED), and below BUSY_HOST, a host was quiet.
@@ -301,13 +298,13 @@ def host_line(data: ReportData) -> str:
     a slow spell reached (stats/spells.py) and the reference loop's median slowdown."""
     lines = []
     for machine, header in sorted(data.headers.items()):
-        a = header.get("analysis") or {}
-        spells, slow = a.get("spells") or {}, a.get("host_slowdown")
-        if not spells.get("processes"):
+        a = header.analysis or Analysis()
+        spells, slow = a.spells, a.host_slowdown
+        if spells is None or not spells.processes:
             continue
-        share = (spells["touched"] + spells["covered"]) / spells["processes"]
-        samples = spells["in_spell"] / spells["samples"] if spells.get("samples") else 0.0
-        whole = spells["covered"] / spells["processes"]
+        share = (spells.touched + spells.covered) / spells.processes
+        samples = spells.in_spell / spells.samples if spells.samples else 0.0
+        whole = spells.covered / spells.processes
         where = f" ({machine})" if len(data.headers) > 1 else ""
         speed = f"; its reference loop ran {slow:.2f}× its full speed at the median" if slow else ""
         reach = (f"slow spells reached {100 * share:.0f} % of processes ({100 * whole:.0f} % whole) and "
@@ -320,60 +317,60 @@ def host_line(data: ReportData) -> str:
     return "\n".join(lines)
 
 
-def memory_reference(analysed: dict[str, Any]) -> str:
+def memory_reference(analysed: Analysis) -> str:
     """What the run's memory reference measured (a file from before its size was bounded: DRAM)."""
-    return analysed.get("memory_reference") or "a copy through DRAM"
+    return analysed.memory_reference or "a copy through DRAM"
 
 
-def analysis_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
+def analysis_rows(header: RunHeader) -> list[tuple[str, str]]:
     """The host's speed during the run and how the intervals were pooled, in words."""
-    a = header.get("analysis") or {}
+    a = header.analysis or Analysis()
     rows = []
-    if a.get("full_speed_s") and a.get("host_slowdown"):
-        rows.append(("host speed", f"a reference loop took {format_seconds(a['full_speed_s'])} at the host's full "
-                                   f"speed and {a['host_slowdown']:.2f}× that at the median of this run"
+    if a.full_speed_s and a.host_slowdown:
+        rows.append(("host speed", f"a reference loop took {format_seconds(a.full_speed_s)} at the host's full "
+                                   f"speed and {a.host_slowdown:.2f}× that at the median of this run"
                                    + (": a shared or throttled host, which moves every number with it"
-                                      if a["host_slowdown"] > BUSY_HOST else "")))
-    if a.get("memory_full_speed_s") and a.get("memory_slowdown"):
-        rows.append(("memory speed", f"{memory_reference(a)} took {format_seconds(a['memory_full_speed_s'])} at its "
-                                     f"fastest and {a['memory_slowdown']:.2f}× that at the median of this run"
+                                      if a.host_slowdown > BUSY_HOST else "")))
+    if a.memory_full_speed_s and a.memory_slowdown:
+        rows.append(("memory speed", f"{memory_reference(a)} took {format_seconds(a.memory_full_speed_s)} at its "
+                                     f"fastest and {a.memory_slowdown:.2f}× that at the median of this run"
                                      + (": the memory system was contended (another tenant?), which moves "
-                                        "memory-bound numbers" if a["memory_slowdown"] > BUSY_MEMORY else "")))
-    prior = a.get("prior") or {}
-    if prior.get("df"):
-        rows.append(("intervals", f"pooled over {prior['cases']} cases: the spread between processes is "
-                                  f"{100 * math.sqrt(prior['variance']):.0f} % of a case's time, typically, "
-                                  f"worth {prior['df']:.1f} degrees of freedom beside each case's own"))
+                                        "memory-bound numbers" if a.memory_slowdown > BUSY_MEMORY else "")))
+    prior = a.prior
+    if prior is not None and prior.df:
+        rows.append(("intervals", f"pooled over {prior.cases} cases: the spread between processes is "
+                                  f"{100 * math.sqrt(prior.variance):.0f} % of a case's time, typically, "
+                                  f"worth {prior.df:.1f} degrees of freedom beside each case's own"))
     return rows
 
 
-def environment_rows(header: dict[str, Any], records: Sequence[CaseRecord]) -> list[tuple[str, str]]:
+def environment_rows(header: RunHeader, records: Sequence[CaseRecord]) -> list[tuple[str, str]]:
     """The machine, software and settings of one results file, as (name, text) rows."""
-    env, s = header.get("environment", {}), header.get("settings", {})
-    gib = (env.get("memory_bytes") or 0) / 2**30
+    env, s = header.environment, header.settings
+    gib = (env.memory_bytes or 0) / 2**30
     rows = [
-        ("machine", fingerprint(env)),
-        ("cpu", f"{env.get('cpu_model')}; {env.get('cpu_logical')} logical, {env.get('cpu_physical')} "
-                f"physical, {env.get('cpu_affinity')} usable"),
+        ("machine", env.fingerprint),
+        ("cpu", f"{env.cpu_model}; {env.cpu_logical} logical, {env.cpu_physical} "
+                f"physical, {env.cpu_affinity} usable"),
         ("memory", f"{gib:.1f} GiB"),
-        ("os", f"{env.get('os')}; Python {env.get('python')}"),
-        ("run", f"arraybench {header.get('arraybench_version')}, started {header.get('started')}"),
+        ("os", f"{env.os}; Python {env.python}"),
+        ("run", f"arraybench {header.arraybench_version}, started {header.started}"),
         *framework_rows(header),
-        ("peaks", peaks_text(env.get("peaks", {}))),
-        ("settings", f"dtype {s.get('dtype')}; threads {s.get('threads')}; devices "
-                     f"{','.join(s.get('devices') or [])}; seed {s.get('seed')}; timeout {s.get('timeout')} s"),
-        ("timer", "; ".join(f"{k} {v}" for k, v in (s.get("timer") or {}).items())),
+        ("peaks", peaks_text(env.peaks)),
+        ("settings", f"dtype {s.dtype}; threads {s.threads}; devices "
+                     f"{','.join(s.devices or [])}; seed {s.seed}; timeout {s.timeout} s"),
+        ("timer", "; ".join(f"{k} {v}" for k, v in (s.timer or {}).items())),
         *analysis_rows(header),
     ]
-    for g in env.get("gpus", []):
+    for g in env.gpus:
         where = f" #{g['index']} (PCI {g.get('pci_bus_id', '?')})" if "index" in g else ""
         rows.append((f"gpu{where}", f"{g.get('name')} {g.get('memory')} driver {g.get('driver')}"))
-    for link in env.get("gpu_links", []):
+    for link in env.gpu_links:
         rows.append((f"gpu {link['gpus'][0]} ↔ gpu {link['gpus'][1]}", link["text"]))
-    if env.get("devices"):
-        rows.append(("devices", ", ".join(f"{d['kind']}:{d['id']} {d['name']}" for d in env["devices"])))
-    if env.get("env"):
-        rows.append(("environment variables", " ".join(f"{k}={v}" for k, v in sorted(env["env"].items()))))
+    if env.devices:
+        rows.append(("devices", ", ".join(f"{d['kind']}:{d['id']} {d['name']}" for d in env.devices)))
+    if env.env:
+        rows.append(("environment variables", " ".join(f"{k}={v}" for k, v in sorted(env.env.items()))))
     seen: dict[str, dict[str, Any]] = {}
     empty: dict[str, float] = {}
     for r in records:
@@ -395,32 +392,32 @@ def environment_rows(header: dict[str, Any], records: Sequence[CaseRecord]) -> l
     return rows
 
 
-def framework_rows(header: dict[str, Any]) -> list[tuple[str, str]]:
+def framework_rows(header: RunHeader) -> list[tuple[str, str]]:
     """The frameworks' versions: this interpreter's, or in a run of several environments (`--env`) each
     one's, with the packages it got from elsewhere than an index (the user's own: git, a path)."""
     def versions(found: Mapping[str, str | None]) -> list[str]:
         return [f"{k} {v}" for k, v in sorted(found.items()) if v]
 
-    envs = header.get("environments") or {}
+    envs = header.environments
     if not envs:
-        return [("frameworks", ", ".join(versions(header.get("environment", {}).get("versions", {}))))]
+        return [("frameworks", ", ".join(versions(header.environment.versions)))]
     rows = []
     for name, info in envs.items():
         own = [f"{p.name} {p.describe()}" for p in (packages.of_environment(info) or {}).values()
                if p.source != "index" and p.name != "arraybench"]  # arraybench: the harness, the same in each
-        rows.append((f"frameworks [{name}]", ", ".join(versions(info.get("versions") or {}) + own)))
+        rows.append((f"frameworks [{name}]", ", ".join(versions(info.versions) + own)))
     return rows
 
 
-def peaks_text(peaks: dict[str, Any]) -> str:
+def peaks_text(peaks: Peaks) -> str:
     parts = []
-    for where, p in (("", peaks), ("GPU ", peaks.get("gpu") or {})):
-        parts += [f"{where}matmul {dt} {v:.3g} GFLOP/s" for dt, v in sorted((p.get("matmul_gflops") or {}).items())]
-        if p.get("bandwidth_gbs"):
-            parts.append(f"{where}streaming {p['bandwidth_gbs']:.3g} GB/s")
-    if peaks.get("cache_bandwidth_gbs") and peaks.get("cache_bytes"):
-        parts.append(f"in cache ({peaks['cache_bytes'] // 2**10} KiB) {peaks['cache_bandwidth_gbs']:.3g} GB/s")
-    if peaks.get("harness_call_s"):
-        parts.append(f"harness call {format_seconds(peaks['harness_call_s'])}")
-    how = peaks.get("method", "not recorded (results from before peaks were measured)")
+    for where, p in (("", peaks), ("GPU ", peaks.gpu or Peaks())):
+        parts += [f"{where}matmul {dt} {v:.3g} GFLOP/s" for dt, v in sorted(p.matmul_gflops.items())]
+        if p.bandwidth_gbs:
+            parts.append(f"{where}streaming {p.bandwidth_gbs:.3g} GB/s")
+    if peaks.cache_bandwidth_gbs and peaks.cache_bytes:
+        parts.append(f"in cache ({peaks.cache_bytes // 2**10} KiB) {peaks.cache_bandwidth_gbs:.3g} GB/s")
+    if peaks.harness_call_s:
+        parts.append(f"harness call {format_seconds(peaks.harness_call_s)}")
+    how = peaks.method if peaks.method is not None else "not recorded (results from before peaks were measured)"
     return "; ".join(parts) + f" ({how})" if parts else how

@@ -164,7 +164,7 @@ def bar_panels(data: ReportData, wl: str,
         sizes = sorted({r.size for r in group}, key=size_sort_key)
         panels += [[r for r in group if r.size == size] for size in dict.fromkeys((sizes[0], sizes[-1]))]
     panels.sort(key=lambda panel: pts.order(panel[0]))
-    return [(f"{pts.size_param} = {panel[0].get('size')}"
+    return [(f"{pts.size_param} = {panel[0].size}"
              + (f" ({problem})" if (problem := data.problem(panel[0])) else ""), panel) for panel in panels]
 
 
@@ -290,7 +290,7 @@ def heatmap_rows(data: ReportData) -> list[tuple[str, dict[str, CaseView]]]:
         wl, _order, dtype, machine = key
         cells = compared[key]
         one = next(iter(cells.values()))
-        title = f"{wl} · {data.size_param(wl)}={one.get('size')}"
+        title = f"{wl} · {data.size_param(wl)}={one.size}"
         title += f", {problem}" if (problem := data.problem(one)) else ""
         title += f" · {dtype}" if many_dtypes else ""
         title += f" @{machine}" if many_machines else ""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ class CaseView(CaseRecord):
     its neighbours (NumPy at the same point, the sweep it belongs to) and its machine's peaks.
 
     Read-only like the record, and read by attribute (`view.median_s`, `view.speedup`), so a renamed
-    field is a type error; as a Mapping it still answers either kind by name.
+    field is a type error.
     """
 
     # Always set on a view: the machine its report keys it by (ReportData.from_results).
@@ -63,27 +62,12 @@ class CaseView(CaseRecord):
         """The case's record, as its results file holds it (a view is one, with more fields)."""
         return self
 
-    def __getitem__(self, key: str) -> Any:
-        if key in _DERIVED:
-            return getattr(self, key)
-        return super().__getitem__(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter((*super().__iter__(), *_DERIVED))
-
-    def __len__(self) -> int:
-        return super().__len__() + len(_DERIVED)
-
-    def __contains__(self, key: object) -> bool:
-        return key in _DERIVED or super().__contains__(key)
-
     def figures(self) -> dict[str, Any]:
         """The derived figures that travel with the record (FIGURES), by name; None where there is none."""
         return {name: getattr(self, name) for name in FIGURES}
 
 
 DERIVED_FIELDS = registry(CaseView)[len(FIELDS):]
-_DERIVED = tuple(f.name for f in DERIVED_FIELDS)
 
 
 def quartiles(r: CaseView) -> tuple[float, float]:

@@ -20,6 +20,10 @@ Schema history (keep old fixtures in tests/fixtures so the loader never silently
       `memory_before_bytes`, `reserved_memory_bytes` and `memory_method` (null: not measured; an
       older line's `peak_memory_bytes` is a GPU's, its largest over processes), so they need no
       new version.
+      The header (header.RunHeader, its parts typed and its fields declared in one registry) is
+      read through the same chain (upgrade_header): no version so far changed a header's keys, so
+      its upgrades are the identity and an older header loads as written, a declared field it lacks
+      at its default. It is written back as read, key for key.
 """
 
 from __future__ import annotations
@@ -34,13 +38,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 from arraybench.errors import UsageError
-from arraybench.measure import hostspeed
+from arraybench.results.header import HeaderSettings, MachineEnvironment, RunHeader
 from arraybench.results.reading import Reading, read
 from arraybench.results.record import FIELDS, FLAT_FIELDS, PROCESS_FIELDS, REQUIRED, STATUSES, CaseRecord
 from arraybench.results.run_ids import run_id
+from arraybench.stats import spells
 from arraybench.stats.measurement import Replicated
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.units import finite
@@ -66,12 +71,12 @@ class Planned:
     planned: int
 
     @classmethod
-    def of(cls, header: dict[str, Any], cases: int) -> Planned | None:
+    def of(cls, header: RunHeader, cases: int) -> Planned | None:
         """`cases` distinct cases of the run whose header is `header` against its `plan_size`; None
         when the header does not say (a file made by hand). Refinement adds cases only after every
         planned case has its record, so more cases than planned means all of them."""
-        size = header.get("plan_size")
-        if not isinstance(size, int) or isinstance(size, bool):
+        size = header.planned
+        if size is None:
             return None
         return cls(min(cases, size), size)
 
@@ -83,15 +88,36 @@ class Planned:
         return f"{self.held} of {self.planned} planned cases"
 
 
+class HeaderField:
+    """Results.header: always a RunHeader, set from one or from a header's JSON (a dict: a test's,
+    or comparison.environment_side's, during the transition to the typed header)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = f"_{name}"
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> HeaderField: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> RunHeader: ...
+    def __get__(self, obj: object | None, owner: type) -> RunHeader | HeaderField:
+        if obj is None:  # no default: dataclasses asks the class, and is told there is none
+            raise AttributeError(self.name)
+        header: RunHeader = getattr(obj, self.name)
+        return header
+
+    def __set__(self, obj: object, value: RunHeader | dict[str, Any]) -> None:
+        setattr(obj, self.name, value if isinstance(value, RunHeader) else RunHeader.from_json(value))
+
+
 @dataclass
 class Results:
     """One results file: its header (run settings and environment) and its case records."""
 
-    header: dict[str, Any]
-    records: list[CaseRecord]
+    header: HeaderField = HeaderField()
+    records: list[CaseRecord] = field(default_factory=list)
     path: Path | None = None
     warnings: list[str] = field(default_factory=list)
-    machine_lines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    machine_lines: dict[str, MachineEnvironment] = field(default_factory=dict)
     # (round, record) of each replicate line: one process's result, read back only by --resume.
     replicate_lines: list[tuple[int, CaseRecord]] = field(default_factory=list)
     # How the run was read (reading.py): spells set aside, the priors over its cases, its pairing of
@@ -109,32 +135,36 @@ class Results:
         return self.reading.full_speed_s
 
     @property
-    def settings(self) -> dict[str, Any]:
-        return self.header.get("settings", {})
+    def settings(self) -> HeaderSettings:
+        return self.header.settings
 
     @property
-    def environment(self) -> dict[str, Any]:
-        return self.header.get("environment", {})
+    def environment(self) -> MachineEnvironment:
+        return self.header.environment
 
     @property
-    def machines(self) -> dict[str, dict[str, Any]]:
+    def machines(self) -> dict[str, MachineEnvironment]:
         """Each machine's environment: a cluster run's machine lines, else the header's one machine."""
-        return self.machine_lines or {self.environment.get("hostname", "?"): self.environment}
+        return self.machine_lines or {self._hostname: self.environment}
+
+    @property
+    def _hostname(self) -> str:
+        name = self.environment.hostname
+        return name if name is not None else "?"
 
     def host(self, r: CaseRecord | None = None) -> str:
         """The host name `r` ran on (a cluster run's record names it), or the run's own (its header's)."""
-        return (r.machine if r is not None else None) or self.environment.get("hostname", "?")
+        return (r.machine if r is not None else None) or self._hostname
 
     def machine_key(self, r: CaseRecord | None = None) -> str:
         """The machine `r` ran on (None: the run's own), as the report, the site and the store tell
         machines apart: its environment's fingerprint (host, CPU and cores, GPUs), so two hosts both
         called `vm` with other hardware are two machines. A host the run recorded no environment
         of is known by its name alone."""
-        from arraybench.machine.environment import fingerprint
-
         host = self.host(r)
-        env = self.machines.get(host) or (self.environment if host == self.host() else {"hostname": host})
-        return fingerprint(env)
+        env = self.machines.get(host) or (self.environment if host == self.host()
+                                          else MachineEnvironment(hostname=host))
+        return env.fingerprint
 
     def latest(self) -> dict[str, CaseRecord]:
         """The last record of each case id (a resumed run may have retried a case)."""
@@ -194,7 +224,7 @@ class ResultsWriter:
     process dies, however it dies.
     """
 
-    def __init__(self, path: Path, header: dict[str, Any] | None) -> None:
+    def __init__(self, path: Path, header: RunHeader | dict[str, Any] | None) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._f = path.open("a", encoding="utf-8")
@@ -209,7 +239,7 @@ class ResultsWriter:
         elif header is None:
             self._refuse(f"{path} is empty; nothing to resume")
         else:
-            self._write({"type": "header", **header})
+            self._write({"type": "header", **(header.to_json() if isinstance(header, RunHeader) else header)})
 
     def _refuse(self, message: str) -> NoReturn:
         self._f.close()
@@ -227,9 +257,10 @@ class ResultsWriter:
         """One process's result for a case, kept so --resume need not measure it again."""
         self._write({"type": "replicate", "replicate": replicate, **record.to_json()})
 
-    def add_machine(self, machine: str, environment: dict[str, Any]) -> None:
+    def add_machine(self, machine: str, environment: MachineEnvironment | dict[str, Any]) -> None:
         """Record the environment of a machine that cases of this run ran on (a cluster run)."""
-        self._write({"type": "machine", "machine": machine, "environment": environment})
+        env = environment.to_json() if isinstance(environment, MachineEnvironment) else environment
+        self._write({"type": "machine", "machine": machine, "environment": env})
 
     def close(self) -> None:
         self._f.close()
@@ -308,11 +339,12 @@ def load_results(path: str | os.PathLike[str]) -> Results:
         p = p / "results.jsonl"
     objs, warnings = _read_objects(p)
     schema = _header_schema(p, objs[0])
+    header = upgrade_header(objs[0], schema)
     records, machines, replicates, unknown = [], {}, [], set()
     for i, obj in enumerate(objs[1:], 2):
         kind = obj.get("type")
         if kind == "machine" and isinstance(obj.get("environment"), dict):
-            machines[str(obj.get("machine"))] = obj["environment"]
+            machines[str(obj.get("machine"))] = MachineEnvironment.from_json(obj["environment"])
         elif kind == "replicate" and isinstance(obj.get("id"), str):
             unknown |= obj.keys() - KNOWN_KEYS
             replicates.append((int(obj.get("replicate") or 0), CaseRecord.from_json(upgrade(obj, schema))))
@@ -324,8 +356,8 @@ def load_results(path: str | os.PathLike[str]) -> Results:
             records.append(CaseRecord.from_json(upgrade(obj, schema)))
     if unknown:
         warnings.append(f"{p}: ignored fields this arraybench does not know: {', '.join(sorted(unknown))}")
-    records, reading = analysed(records, objs[0])
-    return Results(header=objs[0], records=records, path=p, warnings=warnings, machine_lines=machines,
+    records, reading = analysed(records, header)
+    return Results(header=header, records=records, path=p, warnings=warnings, machine_lines=machines,
                    replicate_lines=replicates, reading=reading)
 
 
@@ -425,6 +457,31 @@ def upgrade(line: dict[str, Any], schema: int) -> dict[str, Any]:
     return out
 
 
+def header_1_to_2(header: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 header as schema 2: the same keys (schema 2 changed case lines only)."""
+    return header
+
+
+def header_2_to_3(header: dict[str, Any]) -> dict[str, Any]:
+    """A schema-2 header as schema 3: the same keys (schema 3 typed the case lines; the fields a header
+    has gained since, `git`, `environments`, the peaks, load at their declared default where it lacks
+    them, so they needed no new version)."""
+    return header
+
+
+# HEADER_UPGRADES[v] takes a header from schema v to v + 1, as UPGRADES does a case line; never edit a
+# released one. An upgrade that changes keys changes what an export of an older run writes back.
+HEADER_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: header_1_to_2, 2: header_2_to_3}
+
+
+def upgrade_header(header: dict[str, Any], schema: int) -> RunHeader:
+    """The header of a schema-`schema` file, typed, in the current schema: each version's upgrade in turn."""
+    out = header
+    for version in range(schema, SCHEMA):
+        out = HEADER_UPGRADES[version](out)
+    return RunHeader.from_json(out)
+
+
 def measured(record: CaseRecord, prior: VariancePrior = NO_PRIOR) -> Replicated | None:
     """A record's samples as Replicated (one Measurement per process), or None when it has none.
 
@@ -439,11 +496,11 @@ def measured(record: CaseRecord, prior: VariancePrior = NO_PRIOR) -> Replicated 
     return Replicated.from_counts(samples, counts, loops, prior)
 
 
-def analysed(records: list[CaseRecord], header: dict[str, Any]) -> tuple[list[CaseRecord], Reading]:
+def analysed(records: list[CaseRecord], header: RunHeader) -> tuple[list[CaseRecord], Reading]:
     """The records as a run reads them, and how (reading.py): every measured case's `median_s` and
     `ci95_s` from its samples, the slow spells of the host set aside, with the run's prior
     (pooling.py); its rivals paired by round. `header` names the run (its pairing's key)."""
-    full_speed = hostspeed.nominal([x for r in {r.id: r for r in records}.values() for x in r.host_ref_s or ()])
+    full_speed = spells.nominal([x for r in {r.id: r for r in records}.values() for x in r.host_ref_s or ()])
     return read(records, run_id(header), full_speed)
 
 

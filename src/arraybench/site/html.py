@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from arraybench import __version__
 from arraybench.output.palette import colour
 from arraybench.report.answer import answers, leads
 from arraybench.report.crossovers import crossovers
@@ -27,6 +26,7 @@ from arraybench.site.answer import Across
 from arraybench.site.model import Machine, Run, SiteData, VersionTable
 from arraybench.stats import bracket
 from arraybench.units import format_seconds
+from arraybench.version import __version__
 
 GENERATOR = f"arraybench {__version__} publish"
 # The runs the index lists itself; the rest are a click away, by month.
@@ -138,9 +138,9 @@ def machines_html(site: SiteData) -> str:
         env = m.environment
         runs = [r for r in site.runs if r.machine.key == m.key]
         latest = runs[-1].id if runs else ""
-        gpus = ", ".join(str(g.get("name")) for g in env.get("gpus") or []) or "none"
-        rows.append(f"<tr><td><b>{e(m.name)}</b></td><td>{e(env.get('cpu_model'))} ×{e(env.get('cpu_logical'))}"
-                    f"</td><td>{e(gpus)}</td><td>{e(env.get('os'))}</td><td>{len(runs)}</td>"
+        gpus = ", ".join(str(g.get("name")) for g in env.gpus) or "none"
+        rows.append(f"<tr><td><b>{e(m.name)}</b></td><td>{e(env.cpu_model)} ×{e(env.cpu_logical)}"
+                    f"</td><td>{e(gpus)}</td><td>{e(env.os)}</td><td>{len(runs)}</td>"
                     f'<td><a href="{e(run_href(latest))}">{e(latest)}</a></td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ("machine", "CPU", "GPU", "OS", "runs", "latest run"))
     return (f'<section id="machines"><h2>Machines</h2><div class="table-wrap"><table><thead><tr>{head}</tr>'

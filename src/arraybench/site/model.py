@@ -12,7 +12,6 @@ from typing import Any
 
 from arraybench.comparison import compare, environment_side
 from arraybench.errors import UsageError
-from arraybench.machine.environment import fingerprint
 from arraybench.output.exports import benchmark_name
 from arraybench.report.answer import Answer, answers
 from arraybench.report.crossovers import crossovers
@@ -20,14 +19,10 @@ from arraybench.report.environments import sentence
 from arraybench.report.model import CaseView, ReportData
 from arraybench.report.table import Points, points_by_workload
 from arraybench.results import Results
+from arraybench.results.header import MachineEnvironment, RunHeader, model_names
 from arraybench.results.record import FAILED
 from arraybench.results.run_ids import run_id
 from arraybench.store import Store
-
-# Words a CPU or GPU model name carries that tell no two machines apart.
-NOISE_WORDS = re.compile(r"\((R|TM)\)|\b(NVIDIA|AMD|Intel|Tesla|GeForce|CPU|Processor)\b|@.*$", re.I)
-# A GPU name's memory and packaging ("80GB HBM3", "-40GB"): the model is what people call it by.
-GPU_MEMORY = re.compile(r"[\s-]*\b\d+\s*[GM]i?B\b.*$", re.I)
 
 
 @dataclass(frozen=True)
@@ -36,7 +31,7 @@ class Machine:
 
     key: str  # environment.fingerprint: what `history` shows and tells runs' machines apart by
     name: str  # "H100", "2-core EPYC": the answer says "on the H100"
-    environment: Mapping[str, Any]
+    environment: MachineEnvironment
 
 
 @dataclass(frozen=True)
@@ -93,7 +88,7 @@ class SiteData:
         (shown_runs): a later run's record of a case replaces an earlier one's."""
         by_id = {run.id: run for run in runs}
         latest: dict[str, dict[str, CaseView]] = defaultdict(dict)
-        headers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        headers: dict[str, dict[str, RunHeader]] = defaultdict(dict)
         tables: dict[str, dict[str, VersionTable]] = defaultdict(dict)
         paired: dict[str, dict[str, SideBySide]] = defaultdict(dict)
         for res in loaded:
@@ -173,11 +168,11 @@ class SideBySide:
 def side_by_side(res: Results, machine: Machine) -> list[SideBySide]:
     """Per framework whose version differs between a run's first environment and another: the paired
     verdicts over that framework's cases (comparison.compare, paired), counted."""
-    envs = res.header.get("environments") or {}
+    envs = res.header.environments
     first, *others = list(envs) or [""]
     out = []
     for other in others:
-        a, b = (envs[first].get("versions") or {}), (envs[other].get("versions") or {})
+        a, b = envs[first].versions, envs[other].versions
         changed = [k for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
         if not changed:
             continue
@@ -206,34 +201,6 @@ class VersionTable:
 def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
     """'2.13.0+cpu' after '2.9.1': numbers compare as numbers, words as words."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.+\-_]", version) if p)
-
-
-def short_name(env: Mapping[str, Any]) -> str:
-    """'H100' for a machine with one NVIDIA H100 80GB HBM3; '2-core EPYC' for a 2-vCPU AMD EPYC."""
-    gpus = [g.get("name") or "" for g in env.get("gpus") or []]
-    if gpus:
-        names = [GPU_MEMORY.sub("", " ".join(NOISE_WORDS.sub(" ", g).split())).strip(" -") or g for g in gpus]
-        kinds = sorted(set(names))
-        return " + ".join(f"{names.count(k)}× {k}" if names.count(k) > 1 else k for k in kinds)
-    cpu = " ".join(NOISE_WORDS.sub(" ", str(env.get("cpu_model") or "")).split())
-    cores = env.get("cpu_logical")
-    if not cpu:
-        return str(env.get("hostname") or "unknown machine")
-    return f"{cores}-core {cpu}" if cores else cpu
-
-
-def machine_names(envs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Each fingerprint's short name; machines that would share one get their host name (or a number) added."""
-    base = {key: short_name(env) for key, env in envs.items()}
-    out = {}
-    for key, name in base.items():
-        same = sorted(k for k, n in base.items() if n == name)
-        if len(same) > 1:
-            hosts = [str(envs[k].get("hostname")) for k in same]
-            tag = hosts[same.index(key)] if len(set(hosts)) == len(hosts) else str(same.index(key) + 1)
-            name = f"{name} ({tag})"
-        out[key] = name
-    return out
 
 
 def load_store(location: str) -> SiteData:
@@ -270,7 +237,7 @@ def stored_runs(location: str, ids: Sequence[str]) -> Iterator[Results]:
 Index = Sequence[tuple[str, str, str, str]]  # Store.record_index: (run id, case id, backend, status)
 
 
-def run_list(headers: Mapping[str, Mapping[str, Any]], index: Index) -> list[Run]:
+def run_list(headers: Mapping[str, RunHeader], index: Index) -> list[Run]:
     """Every run of `headers` (oldest first), counted from `index`; a record of a run that landed
     after `headers` were read is left for the next publish."""
     cases: dict[str, dict[str, tuple[str, str]]] = {rid: {} for rid in headers}
@@ -279,19 +246,19 @@ def run_list(headers: Mapping[str, Mapping[str, Any]], index: Index) -> list[Run
         if rid in cases:
             cases[rid][case_id] = (backend, status)
             counts[rid] += 1
-    envs: dict[str, Mapping[str, Any]] = {}
+    envs: dict[str, MachineEnvironment] = {}
     for h in headers.values():  # a machine as its first run describes it
-        envs.setdefault(fingerprint(h.get("environment") or {}), h.get("environment") or {})
-    names = machine_names(envs)
+        envs.setdefault(h.environment.fingerprint, h.environment)
+    names = model_names(envs)
     machines = {key: Machine(key, names[key], env) for key, env in envs.items()}
-    return [Run(rid, str(h.get("started", "")), machines[fingerprint(h.get("environment") or {})],
+    return [Run(rid, str(h.started or ""), machines[h.environment.fingerprint],
                 len(cases[rid]), sum(s in FAILED for _, s in cases[rid].values()), counts[rid],
                 tuple(sorted({b for b, s in cases[rid].values() if s != "unavailable"})),
-                tuple(h.get("environments") or ()))
+                tuple(h.environments))
             for rid, h in headers.items()]
 
 
-def shown_runs(runs: Sequence[Run], headers: Mapping[str, Mapping[str, Any]], index: Index,
+def shown_runs(runs: Sequence[Run], headers: Mapping[str, RunHeader], index: Index,
                versions: bool = True) -> list[str]:
     """The runs, oldest first, holding some machine's latest record of a case, or (with `versions`)
     its latest correct record of a case under a framework version: all that the site's own pages
@@ -309,15 +276,6 @@ def shown_runs(runs: Sequence[Run], headers: Mapping[str, Mapping[str, Any]], in
         i, machine = at[rid]
         newest[(machine, case_id)] = i
         if versions and status == "ok":
-            version = _versions(headers[rid], case_id).get(backend)
+            version = headers[rid].versions_of(case_id).get(backend)
             newest[(machine, backend, str(version) if version else f"unnamed in {rid}", case_id)] = i
     return [runs[i].id for i in sorted(set(newest.values()))]
-
-
-def _versions(header: Mapping[str, Any], case_id: str) -> Mapping[str, Any]:
-    """The framework versions a case of this run was measured with: its environment's (`...@NAME`),
-    else the run's."""
-    for name, env in (header.get("environments") or {}).items():
-        if case_id.endswith(f"@{name}"):
-            return env.get("versions") or {}
-    return (header.get("environment") or {}).get("versions") or {}

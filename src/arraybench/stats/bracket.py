@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from arraybench.stats.measurement import Measurement
 from arraybench.stats.paired import Pairing, paired_log_ratio
@@ -98,30 +98,84 @@ def paired(a: Point, b: Point) -> LogRatio | None:
     return None if found is None else found.estimate
 
 
-def point(r: Mapping[str, Any]) -> Point:
-    """A case (its report view or its record) as a point: its size, median and 95 % interval. A
-    record written without an interval gets its samples' (as its report view does); one without
-    samples either, an unbounded one: it decides nothing."""
-    if r.get("ci_low_s"):
-        low, high = r["ci_low_s"], r["ci_high_s"]
+class Case(Protocol):
+    """What bracketing reads of a measured case: its record's fields (results.record.CaseRecord)."""
+
+    @property
+    def size(self) -> Any: ...
+    @property
+    def median_s(self) -> float | None: ...
+    @property
+    def ci95_s(self) -> tuple[float, float] | None: ...
+    @property
+    def samples_s(self) -> tuple[float, ...]: ...
+    @property
+    def iqr_s(self) -> float | None: ...
+    @property
+    def noisy(self) -> bool | None: ...
+    @property
+    def n_processes(self) -> int | None: ...
+
+
+@runtime_checkable
+class Viewed(Case, Protocol):
+    """A case as a report views it (report.view.CaseView): its record, the interval and quartiles the
+    report draws from it, and its rounds and its run's pairing."""
+
+    @property
+    def ci_low_s(self) -> float | None: ...
+    @property
+    def ci_high_s(self) -> float | None: ...
+    @property
+    def q25_s(self) -> float | None: ...
+    @property
+    def q75_s(self) -> float | None: ...
+    @property
+    def rounds(self) -> tuple[tuple[int, float], ...]: ...
+    @property
+    def pairing(self) -> Pairing | None: ...
+
+
+def point(r: Case) -> Point:
+    """A case (its record, or its report view) as a point: its size, median and 95 % interval, and a
+    view's rounds and pairing. A record written without an interval gets its samples' (as its report
+    view does); one without samples either, an unbounded one: it decides nothing."""
+    if not isinstance(r, Viewed):
+        return _placed(r, *_interval(r), None, None)
+    if r.ci_low_s and r.ci_high_s:
+        low, high = r.ci_low_s, r.ci_high_s
     else:
-        samples = r.get("samples_s")
-        low, high = r.get("ci95_s") or (Measurement(tuple(samples)).ci95 if samples else (0.0, math.inf))
-    if (r.get("n_processes") or 1) <= 1 and r.get("noisy"):
-        low, high = _noisy_single_process(r, low, high)
-    return Point(r["size"], r["median_s"], low, high, r.get("rounds") or (), r.get("pairing"))
+        low, high = _interval(r)
+    return _placed(r, low, high, r.q25_s, r.q75_s, r.rounds, r.pairing)
 
 
-def _noisy_single_process(r: Mapping[str, Any], low: float, high: float) -> tuple[float, float]:
+def _interval(r: Case) -> tuple[float, float]:
+    samples = r.samples_s
+    return r.ci95_s or (Measurement(tuple(samples)).ci95 if samples else (0.0, math.inf))
+
+
+def _placed(r: Case, low: float, high: float, q25: float | None, q75: float | None,
+            rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None) -> Point:
+    median = r.median_s
+    if median is None:
+        raise ValueError(f"a case of size {r.size} has no median to place")
+    if (r.n_processes or 1) <= 1 and r.noisy:
+        low, high = _noisy_single_process(median, r.iqr_s, q25, q75, low, high)
+    return Point(r.size, median, low, high, rounds, pairing)
+
+
+def _noisy_single_process(median: float, iqr: float | None, q25: float | None, q75: float | None,
+                          low: float, high: float) -> tuple[float, float]:
     """A noisy case measured in one process: its median's interval knows nothing of how far the next
     process would land (issue 33: "vmap beats the loop at b = 1" from samples spread ±102 %, an
-    interval of ±7 %), so a claim needs it apart from the other case by its samples' middle half too."""
-    median, half = r["median_s"], (r.get("iqr_s") or 0.0) / 2
-    q25, q75 = r.get("q25_s") or median - half, r.get("q75_s") or median + half
+    interval of ±7 %), so a claim needs it apart from the other case by its samples' middle half too
+    (its view's quartiles, else its median ± half its IQR)."""
+    half = (iqr or 0.0) / 2
+    q25, q75 = q25 or median - half, q75 or median + half
     return min(low, max(q25, 0.0)), max(high, q75)
 
 
-def order(a: Mapping[str, Any], b: Mapping[str, Any], factor: float = 1.0) -> int:
+def order(a: Case, b: Case, factor: float = 1.0) -> int:
     """`side` of two cases: -1 where `a` is more than `factor` times faster than `b` beyond noise
     (faster, at the default 1), +1 where it is less than that beyond noise, 0 where the data cannot
     tell (paired by round where one run measured both side by side: a report's views carry their

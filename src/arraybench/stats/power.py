@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from arraybench.stats import bracket
 from arraybench.stats.student import NORMAL_DF, bounded_exp, t_isf
@@ -149,17 +147,17 @@ def detectable_change(se: float, df: float, threshold: float, level: float = ALP
     return bounded_exp(hi) - 1
 
 
-def interval_se(r: Mapping[str, Any], low: float, high: float) -> float:
+def interval_se(r: bracket.Case, low: float, high: float) -> float:
     """The standard error of a case's log median, from its 95 % interval [`low`, `high`] (bracket.point).
     With several processes that interval is where a repeat run's median falls, ±z·√2·se
     (measurement.Replicated.ci95); with one, the median's own, ±z·se. z is the normal quantile, not
     Student's t of the case's unrecorded degrees of freedom: never smaller than the se was, so what
     the figure below says could be seen is, if anything, more than was needed."""
-    z = t_isf(0.025, math.inf) * (math.sqrt(2) if (r.get("n_processes") or 1) > 1 else 1.0)
+    z = t_isf(0.025, math.inf) * (math.sqrt(2) if (r.n_processes or 1) > 1 else 1.0)
     return math.log(high / low) / (2 * z) if low > 0 and math.isfinite(high) else math.inf
 
 
-def detectable_gap(a: Mapping[str, Any], b: Mapping[str, Any], power: float = POWER) -> float:
+def detectable_gap(a: bracket.Case, b: bracket.Case, power: float = POWER) -> float:
     """The smallest difference between two cases (as a fraction: 0.12 is 12 %) that the report's test
     of which is faster (bracket.order: their 95 % intervals apart) would have found with probability
     `power`: what a tie "within noise" could have seen.

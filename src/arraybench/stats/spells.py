@@ -38,10 +38,11 @@ issue 41's day) nothing to read.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A window's level: this quantile of its references, as a run's full speed is (hostspeed.nominal).
+# A window's level: this quantile of its references, as a run's full speed is (stats.spells.nominal).
 WINDOW_QUANTILE = 0.1
 # A sample whose reference ran more than this many times its window's level was taken in a spell.
 # The reference itself varies by a few per cent between timings of a quiet host (it keeps the fastest
@@ -142,3 +143,22 @@ class SpellCount:
     def to_json(self) -> dict[str, int]:
         return {"processes": self.processes, "touched": self.touched, "covered": self.covered,
                 "samples": self.samples, "in_spell": self.in_spell}
+
+
+# The run's full speed: this quantile of all its reference timings (measure/hostspeed.py times them).
+NOMINAL_QUANTILE = 0.1
+
+
+def nominal(refs: Sequence[float]) -> float | None:
+    """The run's full-speed reference time: the NOMINAL_QUANTILE quantile of all its reference timings."""
+    good = sorted(r for r in refs if r > 0 and math.isfinite(r))
+    if not good:
+        return None
+    return good[min(len(good) - 1, int(NOMINAL_QUANTILE * len(good)))]
+
+
+def slowdown(refs: Sequence[float], full_speed: float | None) -> float | None:
+    """How much slower than full speed the host ran over `refs`: their median over `full_speed`."""
+    if not refs or not full_speed:
+        return None
+    return statistics.median(refs) / full_speed

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from arraybench.errors import UsageError
-from arraybench.machine import environment
 from arraybench.planning.project import project_config
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import (
@@ -26,7 +25,9 @@ from arraybench.results import (
     finite,
     load_results,
     upgrade,
+    upgrade_header,
 )
+from arraybench.results.header import RunHeader
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.store.postgres import PostgresDB, is_url, one_line, redact
@@ -365,17 +366,16 @@ class Store:
                         self.db.execute(sql)
                 self.db.set_version(current + 1)
 
-    def add_run(self, header: dict[str, Any], incomplete: str | None = None) -> str:
+    def add_run(self, header: RunHeader, incomplete: str | None = None) -> str:
         """Register a run by its results-file header (again is a no-op); returns its id.
         `incomplete`: its results file, while the store holds only part of it (migration 5)."""
         rid = run_id(header)
-        env = header.get("environment", {})
-        rest = {k: v for k, v in header.items() if k not in ("type", "environment", "settings")}
+        rest = {k: v for k, v in header.to_json().items() if k not in ("type", "environment", "settings")}
         rest["run_id"] = rid
         with self.db.transaction():
-            self._insert_run((rid, str(header.get("started", "")), environment.fingerprint(env),
-                              header.get("arraybench_version"), _dumps(env), _dumps(header.get("settings", {})),
-                              _dumps(rest), incomplete))
+            self._insert_run((rid, str(header.started or ""), header.environment.fingerprint,
+                              header.arraybench_version, _dumps(header.environment.to_json()),
+                              _dumps(header.settings.to_json()), _dumps(rest), incomplete))
         return rid
 
     def _insert_run(self, row: Sequence[Any]) -> None:
@@ -483,10 +483,10 @@ class Store:
             cases = latest.get(rid, {}).values()
             out.append(RunSummary(rid, started, machine, tuple(sorted({b for b, _ in cases})), len(cases),
                                   sum(status in FAILED for _, status in cases),
-                                  Planned.of(json.loads(rest), len(cases)), incomplete))
+                                  Planned.of(RunHeader.from_json(json.loads(rest)), len(cases)), incomplete))
         return out
 
-    def headers(self) -> dict[str, dict[str, Any]]:
+    def headers(self) -> dict[str, RunHeader]:
         """Every run's results-file header by id, oldest first, without reading any record."""
         rows = sorted(self.db.execute("SELECT started, id, environment, settings, header FROM runs"))
         return {rid: _header(env, settings, rest) for _, rid, env, settings, rest in rows}
@@ -549,17 +549,18 @@ class Store:
                     out[rid].records.append(_record(record, out[rid].header))
         return list(out.values())
 
-    def _records(self, rid: str, header: dict[str, Any]) -> list[CaseRecord]:
+    def _records(self, rid: str, header: RunHeader) -> list[CaseRecord]:
         """A run's records in the order stored."""
         return [_record(record, header) for (record,) in self.db.execute(
             "SELECT record FROM cases WHERE run_id = ? ORDER BY seq", (rid,))]
 
 
-def _record(text: str, header: dict[str, Any]) -> CaseRecord:
+def _record(text: str, header: RunHeader) -> CaseRecord:
     """A stored record as its run's results file would load it."""
     # A record is stored as its results file held it: a run's older records in its header's
     # schema (a resumed run's newer ones in the current one), upgraded here as a file is.
-    return CaseRecord.from_json(upgrade(json.loads(text), header.get("schema", RESULTS_SCHEMA)))
+    schema = header.schema if header.schema is not None else RESULTS_SCHEMA
+    return CaseRecord.from_json(upgrade(json.loads(text), schema))
 
 
 def _case_row(rid: str, seq: int, record: CaseRecord) -> tuple[Any, ...]:
@@ -569,9 +570,11 @@ def _case_row(rid: str, seq: int, record: CaseRecord) -> tuple[Any, ...]:
             *finite([record.median_s, low, high]), record.memory_bytes)
 
 
-def _header(env: str, settings: str, rest: str) -> dict[str, Any]:
-    """A run's results-file header from the runs table's columns."""
-    return {"type": "header", **json.loads(rest), "settings": json.loads(settings), "environment": json.loads(env)}
+def _header(env: str, settings: str, rest: str) -> RunHeader:
+    """A run's results-file header from the runs table's columns, upgraded as a file's is."""
+    obj = {"type": "header", **json.loads(rest), "settings": json.loads(settings), "environment": json.loads(env)}
+    schema = obj.get("schema")
+    return upgrade_header(obj, schema if isinstance(schema, int) and not isinstance(schema, bool) else RESULTS_SCHEMA)
 
 
 def _dumps(obj: Any) -> str:

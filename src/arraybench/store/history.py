@@ -10,8 +10,8 @@ from typing import Any
 
 from arraybench.planning.case import label
 from arraybench.report.table import size_param, size_text
+from arraybench.results.header import MachineEnvironment, model_names
 from arraybench.results.record import CaseRecord
-from arraybench.site.model import machine_names
 from arraybench.stats.changes import Series, Step, steps
 from arraybench.store import Store
 from arraybench.units import format_size
@@ -149,16 +149,16 @@ def read_history(store: Store) -> list[MachineHistory]:
     times of every correct record (from the index of migration 6, never the records' JSON), and the
     latest record of each case (one query per run that holds one), for its name."""
     rows = store.db.execute("SELECT started, id, machine, environment FROM runs").fetchall()
-    envs: dict[str, Mapping[str, Any]] = {}
+    envs: dict[str, MachineEnvironment] = {}
     runs_of: dict[str, list[RunPoint]] = defaultdict(list)
     machine_of: dict[str, str] = {}
     # Ordered here, not by SQL: PostgreSQL sorts text by the database's collation, SQLite by code point.
     for started, rid, machine, environment in sorted(rows):
-        env = json.loads(environment)
+        env = MachineEnvironment.from_json(json.loads(environment))
         envs.setdefault(machine, env)
-        runs_of[machine].append(RunPoint(rid, started, dict(env.get("versions") or {})))
+        runs_of[machine].append(RunPoint(rid, started, dict(env.versions)))
         machine_of[rid] = machine
-    names = machine_names(envs)
+    names = model_names(envs)
     out = {key: MachineHistory(key, names[key], runs) for key, runs in runs_of.items()}
     where = {run.id: (out[m], i) for m, h in out.items() for i, run in enumerate(h.runs)}
     for rid, case_id, median, low, high, memory in store.db.execute(

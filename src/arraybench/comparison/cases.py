@@ -1,0 +1,158 @@
+"""The comparison case by case: every case both runs measured with its verdict after the correction
+across cases (compare), the spread between earlier runs added where history allows, the verdict's
+notes, and each case's memory."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from arraybench.comparison import memory
+from arraybench.comparison.matching import (
+    case_label,
+    earlier_measurements,
+    environment_differences,
+    match_key,
+    row_label,
+)
+from arraybench.comparison.outcome import BROKEN, MIN_SPREAD_DF, NOT_COMPARED, CaseComparison, Comparison
+from arraybench.results import Results, measured
+from arraybench.results.reading import Reading, process_rounds
+from arraybench.results.record import FAILED, CaseRecord
+from arraybench.stats import power
+from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, run_spread
+from arraybench.stats.measurement import FEW_SAMPLES
+from arraybench.stats.paired import all_differences, paired_prior
+from arraybench.stats.pooling import VariancePrior
+from arraybench.stats.two_sample import (
+    DEFAULT_THRESHOLD,
+    SampleComparison,
+    adjust,
+    compare_paired,
+    compare_samples,
+    scipy_stats,
+)
+from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SLOWER
+
+
+def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]], reading: Reading | None = None) -> VariancePrior:
+    """What the compared cases of two environments say about the variance of one round's difference
+    (each process read as `reading`, the run's, reads it: its spells set aside)."""
+    reading = reading or Reading()
+    return paired_prior(all_differences(reading.rounds(base), reading.rounds(new)) for base, new in pairs
+                        if base.status == new.status == "ok" and base.samples_s and new.samples_s)
+
+
+def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
+                  runs: tuple[Results, Results] | None = None, spread: RunSpread | None = None,
+                  paired: VariancePrior | None = None) -> CaseComparison:
+    """One case, before the correction across cases (`compare` applies it). `runs` are the two
+    runs the records come from, whose priors pool the spread between processes (results.analysed);
+    `spread` the variance between earlier runs of this case's machine (None: no history);
+    `paired`: the two sides are two environments of one run, compared round by round with this
+    prior (paired_prior over the comparison's cases)."""
+    label, row = case_label(new), row_label(new)
+    if base.status == "ok" and new.status == "ok":
+        if runs is None:
+            b, n = measured(base), measured(new)
+            rounds = (process_rounds(base), process_rounds(new))
+        else:  # as each run reads its records: spells set aside, with its prior
+            b, n = runs[0].reading.measured(base), runs[1].reading.measured(new)
+            rounds = ([p.round for p in runs[0].reading.kept(base)], [p.round for p in runs[1].reading.kept(new)])
+        if b is None or n is None:
+            return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
+        result = (compare_samples(b, n, threshold, spread) if paired is None else
+                  compare_paired(b, n, rounds, threshold, paired))
+        return CaseComparison(label, row, base, new, result, result.verdict, "")
+    if base.status == "ok" and new.status in FAILED:
+        return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new.status}: {new.error}")
+    side, rec = ("base", base) if base.status != "ok" else ("new", new)
+    return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec.status}")
+
+
+def spelled(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
+    """`c`, too noisy to say where every process of one side ran in a slow spell of its host
+    (stats/spells.py): nothing of that side was measured outside one, so no change of it is known,
+    whatever the intervals say. Two runs of PyTorch's 165² matmul beside a neighbour read 15.8 ms
+    (its 2-thread pool stalled in every process, its threads waiting a core's worth throughout) and
+    65 µs, and compare called it 250× faster."""
+    sides = [side for side, res, rec in (("base", base, c.base), ("new", new, c.new)) if res.reading.covered(rec)]
+    if not sides or c.verdict not in (SLOWER, FASTER) or c.result is None:
+        return c
+    why = (f"every process of {' and '.join(sides)} ran in a slow spell of its host (its threads waited for a "
+           "CPU another process held, or its reference ran slow)")
+    return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
+                               note="; ".join(filter(None, (why, c.note))))
+
+
+def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False,
+                 threshold: float = DEFAULT_THRESHOLD, level: float = ALPHA) -> str:
+    """What a reader should know about how far this verdict can be trusted; `pooled`: both runs
+    have a prior (pooling.py), so a one-process side borrows its run's spread between processes.
+    An undecided verdict says the smallest change it could have seen, tested at `level` (the
+    p-value the FDR correction asked of one more case: power.bh_level)."""
+    notes = [result.note] if result.note else []
+    if result.verdict == NOISY:
+        notes.append(power.phrase(power.detectable_change(result.log_se, result.df, threshold, level)))
+    if min(result.processes) == 1:
+        notes.append("one process a side: its spread between processes is the run's typical one" if pooled
+                     else "one process a side: between-process variation unknown; run with --processes 3")
+    elif result.verdict == NOISY:
+        few = min(m.n for rec in (base, new) for m in measured(rec).runs) < FEW_SAMPLES  # type: ignore[union-attr]
+        notes += ["few samples; raise --min-time"] if few else []
+    return "; ".join(notes)
+
+
+def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
+            names: tuple[str, str] = ("base", "new"), history: Sequence[Results] = (),
+            paired: bool = False) -> Comparison:
+    """Every case both runs measured, with its verdict after the correction across cases.
+
+    `history`: earlier runs (a store's, Store.runs_on) from which the spread between runs of
+    this machine is estimated (run_spread) and added to the intervals of the cases that have
+    MIN_EARLIER_RUNS of them; without, each case is judged on its two runs alone.
+    `paired`: `base` and `new` are two environments of one run (environment_side), whose
+    processes ran in the same rounds: each case's interval is read from its per-round differences,
+    which a drift of the host during the run does not reach (stats/paired.py); history is not used.
+    """
+    b = {match_key(r): r for r in base.latest().values()}
+    n = {match_key(r): r for r in new.latest().values()}
+    both = sorted(b.keys() & n.keys())
+    earlier = {} if paired else earlier_measurements(base, new, history)
+    earlier = {b[k].id: earlier[b[k].id] for k in both if len(earlier.get(b[k].id, {})) >= MIN_EARLIER_RUNS}
+    spread = run_spread(earlier)
+    usable = spread if spread is not None and spread.df >= MIN_SPREAD_DF else None
+    prior = paired_prior_of([(b[k], n[k]) for k in both], base.reading) if paired else None
+    cases = [compare_cases(b[k], n[k], threshold, (base, new), usable if b[k].id in earlier else None, prior)
+             for k in both]
+    tested = [c for c in cases if c.result is not None]
+    adjusted = adjust([c.result for c in tested], threshold)  # type: ignore[misc]
+    level = power.bh_level(sum(a.q_value < ALPHA for a in adjusted), len(adjusted))
+    pooled = base.prior.df > 0 and new.prior.df > 0
+    found = iter(adjusted)
+    cases = [c if c.result is None else
+             dataclasses.replace(c, result=(a := next(found)), verdict=a.verdict,
+                                 note=verdict_note(a, c.base, c.new, pooled, threshold, level))
+             for c in cases]
+    cases = with_memory([spelled(c, base, new) for c in cases], threshold, paired)
+    return Comparison(
+        base_name=names[0],
+        new_name=names[1],
+        cases=cases,
+        only_base=sorted(f"{case_label(b[k])} {row_label(b[k])}" for k in b.keys() - n.keys()),
+        only_new=sorted(f"{case_label(n[k])} {row_label(n[k])}" for k in n.keys() - b.keys()),
+        differences=environment_differences(base, new),
+        threshold=threshold,
+        run_spread=spread,
+        planned=(base.planned(), new.planned()),
+    )
+
+
+def with_memory(cases: list[CaseComparison], threshold: float, paired: bool) -> list[CaseComparison]:
+    """Each case with its memory change (comparison/memory.py), corrected across the cases that have one."""
+    found = [memory.change(c.base, c.new, paired) if c.base.status == c.new.status == "ok" else None for c in cases]
+    known = [m for m in found if m is not None]
+    qs = scipy_stats().false_discovery_control([m.estimate.p_value for m in known], method="bh") if known else []
+    decided = iter(memory.decided(known, [float(q) for q in qs], threshold))
+    return [dataclasses.replace(c, memory=next(decided) if m is not None else None) for c, m in zip(cases, found,
+                                                                                                      strict=True)]

@@ -1,0 +1,163 @@
+"""What a comparison found: each case's verdict (CaseComparison) and the two runs side by side
+(Comparison), and the table `arraybench compare` prints of them as text or Markdown (render), which is
+also a Comparison's repr. `cases` makes them (compare), `rendering` shows them in the other formats."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from arraybench.comparison import memory
+from arraybench.output import formats
+from arraybench.results import Planned
+from arraybench.results.record import CaseRecord
+from arraybench.stats.between_runs import RunSpread
+from arraybench.stats.two_sample import SampleComparison
+from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER
+from arraybench.units import format_seconds
+
+BROKEN, NOT_COMPARED = "broken", "not compared"
+VERDICTS = (SLOWER, BROKEN, FASTER, SAME, NOISY, NOT_COMPARED)
+
+# A run-to-run spread worth less than this many degrees of freedom is not added: its t quantile is
+# unbounded (two earlier runs whose cases shift together gave τ ±2.2 % worth 0.06 df on the 2-core
+# VM), so every interval would be infinite; the comparison says so and goes on without it.
+MIN_SPREAD_DF = 1.0
+# What marks an interval that carries the spread between runs (RunSpread) in the case table.
+RUN_MARK = "†"
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    """One case present in both runs; `result` is None when either side has no valid time."""
+
+    label: str
+    row: str
+    base: CaseRecord
+    new: CaseRecord
+    result: SampleComparison | None
+    verdict: str
+    note: str
+    memory: memory.MemoryChange | None = None  # its memory, new over base (comparison/memory.py)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two runs side by side: the cases both ran, those only one ran, and how their setups differ."""
+
+    base_name: str
+    new_name: str
+    cases: list[CaseComparison]
+    only_base: list[str]
+    only_new: list[str]
+    differences: list[str]
+    threshold: float
+    run_spread: RunSpread | None = None  # from earlier runs of the machine; None: no history
+    # How many of its planned cases each side holds (Results.planned); None: its header does not say.
+    planned: tuple[Planned | None, Planned | None] = (None, None)
+
+    def partial_sides(self) -> list[str]:
+        """A sentence for each side that holds fewer cases than its run planned."""
+        sides = zip((self.base_name, self.new_name), self.planned, strict=True)
+        return [f"{name} holds only {p} (its run was interrupted, is still running or was stored in part)"
+                for name, p in sides if p is not None and not p.complete]
+
+    def __repr__(self) -> str:
+        """The table `arraybench compare` prints (a notebook shows this, not every record)."""
+        return render(self, None)
+
+    def geometric_means(self) -> list[tuple[str, float, int]]:
+        """Per backend·mode: the geometric mean of new/base over its compared cases, and their count."""
+        logs: dict[str, list[float]] = defaultdict(list)
+        for c in self.cases:
+            if c.result is not None:
+                logs[c.row].append(math.log(c.result.ratio))
+        return [(row, math.exp(sum(v) / len(v)), len(v)) for row, v in sorted(logs.items())]
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(VERDICTS, 0)
+        for c in self.cases:
+            out[c.verdict] += 1
+        return out
+
+    def regressions(self, limit: float) -> list[CaseComparison]:
+        """Significant slowdowns beyond `limit`, and cases that worked in base and fail in new."""
+        return [c for c in self.cases if c.verdict == BROKEN
+                or (c.verdict == SLOWER and c.result is not None and c.result.ratio > 1 + limit)]
+
+
+def _case_rows(cmp: Comparison) -> list[list[str]]:
+    rows = []
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    for c in sorted(cmp.cases, key=lambda c: (order[c.verdict], c.label, c.row)):
+        if c.result is None:
+            rows.append([c.label, c.row, _median(c.base), _median(c.new), "", "", f"{c.verdict}: {c.note}"])
+            continue
+        lo, hi = c.result.ci95
+        mark = RUN_MARK if c.result.run_variance > 0 else ""
+        rows.append([c.label, c.row, _median(c.base), _median(c.new),
+                     f"{c.result.ratio:.3f} [{lo:.3f}, {hi:.3f}]{mark}", f"{c.result.q_value:.2g}",
+                     f"{c.verdict} ({c.note})" if c.note else c.verdict])
+    return rows
+
+
+def _median(r: CaseRecord) -> str:
+    return format_seconds(r.median_s) if r.status == "ok" else r.status.upper()
+
+
+CASE_HEADER = ["case", "backend·mode", "base median", "new median", "new/base [95% CI]", "q (BH)", "verdict"]
+GEO_HEADER = ["backend·mode", "geometric mean new/base", "cases"]
+
+
+def summary(cmp: Comparison) -> str:
+    parts = [f"{n} {v}" for v, n in cmp.counts().items() if n]
+    return (f"{cmp.new_name} vs {cmp.base_name}: cases on both sides: {len(cmp.cases)}"
+            + (f" ({', '.join(parts)})" if parts else "")
+            + f"; threshold {100 * cmp.threshold:g}%, false discovery rate {100 * ALPHA:g}% (Benjamini–Hochberg)")
+
+
+def history_line(cmp: Comparison) -> str | None:
+    """What the earlier runs of this machine added to the intervals; None without history."""
+    spread = cmp.run_spread
+    if spread is None:
+        return None
+    source = f"{spread.runs} earlier runs of this machine ({spread.cases} cases)"
+    if spread.variance <= 0:
+        return f"Run-to-run spread: none beyond the processes' own in {source}; nothing added to the intervals."
+    if spread.df < MIN_SPREAD_DF:
+        return (f"Run-to-run spread ±{100 * spread.relative:.1f}% from {source} is worth {spread.df:.2g} degrees "
+                f"of freedom (their cases shift together, so it is known from {spread.runs - 1} difference(s) "
+                "between runs): too few to add to the intervals, which are the runs' own; more earlier runs "
+                "of this command make it count.")
+    applied = sum(c.result is not None and c.result.run_variance > 0 for c in cmp.cases)
+    return (f"{RUN_MARK} Run-to-run spread ±{100 * spread.relative:.1f}% ({spread.df:.0f} df) from {source}: "
+            f"added to both sides of the {applied} intervals so marked (--no-history leaves it out).")
+
+
+def render(cmp: Comparison, note: str | None, markdown: bool = False,
+           table: Callable[[list[str], list[list[str]]], str] = formats.text_table) -> str:
+    """The comparison for a terminal (`table` draws its tables), or as Markdown for a pull request."""
+    table = formats.markdown_table if markdown else table
+    blocks = ["## arraybench compare", summary(cmp)] if markdown else [summary(cmp)]
+    blocks += [f"**{line}.**" if markdown else f"{line}." for line in cmp.partial_sides()]
+    history = history_line(cmp)
+    if history:
+        blocks.append(history)
+    if note:
+        diffs = [f"> - `{d}`" if markdown else f"  {d}" for d in cmp.differences]
+        blocks.append("\n".join([f"> **{note}**\n>" if markdown else note, *diffs]))
+    if cmp.cases:
+        blocks.append(table(CASE_HEADER, _case_rows(cmp)))
+        geo = [[row, f"{g:.3f}", str(k)] for row, g, k in cmp.geometric_means()]
+        if geo:
+            blocks.append(table(GEO_HEADER, geo))
+        held = memory.table_rows([(c.label, c.row, c.memory) for c in cmp.cases if c.memory is not None])
+        if held:
+            blocks += ["Memory of a call (docs/memory.md)", table(memory.HEADER, held)]
+    for side, only in ((cmp.base_name, cmp.only_base), (cmp.new_name, cmp.only_new)):
+        if only:
+            items = [f"- `{x}`" if markdown else f"  {x}" for x in only]
+            blocks.append("\n".join([f"Only in {side}:\n" if markdown else f"only in {side}:", *items]))
+    return "\n\n".join(blocks) + "\n"

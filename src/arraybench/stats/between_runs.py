@@ -1,0 +1,102 @@
+"""The spread between runs of one machine: τ², what a case's log point estimate varies from run to
+run beyond what its processes show, estimated from earlier runs of the compared cases (compare adds
+it to both sides of an interval: comparison/cases.py)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from arraybench.stats.measurement import Replicated, point_variance
+
+# A case's earlier runs say something about the spread between runs from two on (one run has
+# no spread); fewer, and the case is compared on its two runs alone.
+MIN_EARLIER_RUNS = 2
+
+
+@dataclass(frozen=True)
+class RunSpread:
+    """The spread between runs of one machine that the runs' own intervals cannot see.
+
+    A run shares more than its processes do: what else the machine was doing for those
+    minutes, its host's speed state, the build. On the 2-core VM of issue 23 one case's three
+    processes agreed within ±3 % in each of two identical runs, and the runs differed by 30 %.
+    `variance` is τ², the variance of a case's log point estimate from run to run beyond what
+    its processes show; `df` what the estimate is worth (fewer when the runs' cases shift
+    together, see run_spread); `runs` and `cases` what it came from.
+    """
+
+    variance: float
+    df: float
+    runs: int
+    cases: int
+
+    @property
+    def relative(self) -> float:
+        """One standard deviation between runs, as a share of the time (0.07: ±7 %)."""
+        return math.expm1(math.sqrt(self.variance))
+
+    def to_json(self) -> dict[str, float | int | None]:
+        return {"variance": self.variance, "relative": self.relative,
+                "df": self.df if math.isfinite(self.df) else None, "runs": self.runs, "cases": self.cases}
+
+
+def log_point(m: Replicated) -> tuple[float, float, int]:
+    """A run's log point estimate of a case (its Replicated.point), its squared standard error from
+    the spread of its processes' log medians, and that error's degrees of freedom (R − 1; two
+    processes or more).
+
+    The plain variance over processes, not the bootstrap's: it is unbiased, which the moment
+    estimate of run_spread needs, and a history of hundreds of cases reads in milliseconds."""
+    logs = [math.log(x) for x in m.medians]
+    return math.log(m.point), point_variance(statistics.variance(logs), len(logs)), len(logs) - 1
+
+
+def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | None:
+    """τ², the variance between runs, from earlier runs of the compared cases: `history` maps a
+    case id to its measurement in each earlier run (by run id).
+
+    Per case c with J_c ≥ MIN_EARLIER_RUNS earlier runs of two processes or more, its runs'
+    log points y_jc vary by a_c = var_j(y_jc), of which their own standard errors se_jc
+    explain their square's mean; τ² = a − b, a the mean of a_c over the cases and b that of
+    se²_jc over every run of every case, floored at 0 (the method of moments of a
+    random-effects model, DerSimonian–Laird's without weights). Pooled over the
+    cases, as pooling.py pools the spread between processes: 2–5 runs say little about one
+    case's τ², and a machine's run-to-run spread is much the same for its cases.
+
+    Its degrees of freedom (Satterthwaite, for a − b): a's count the cases as independent only
+    as far as their runs' shifts are: a shift ρ·τ² that a run's cases share (a slow host for
+    the whole run) is estimated from J − 1 runs however many cases there are, so
+    1/df_a = mean(1/(J_c − 1))/C + (1 − 1/C)·ρ²/(J − 1), ρ from how the cases' deviations
+    from their own means agree within a run. b's df are the processes' (R − 1 each).
+    Returns None when no case has enough earlier runs.
+    """
+    points = {case: {rid: log_point(m) for rid, m in runs.items() if m.processes > 1}
+              for case, runs in history.items()}
+    points = {case: p for case, p in points.items() if len(p) >= MIN_EARLIER_RUNS}
+    if not points:
+        return None
+    run_ids = {rid for p in points.values() for rid in p}
+    cases, runs = len(points), len(run_ids)
+    between = statistics.fmean(statistics.variance([y for y, _, _ in p.values()]) for p in points.values())
+    errors = [(se2, df) for p in points.values() for _, se2, df in p.values()]
+    within = statistics.fmean(se2 for se2, _ in errors)
+    tau2 = between - within
+    if tau2 <= 0:
+        return RunSpread(0.0, math.inf, runs, cases)
+    deviations: dict[str, list[float]] = defaultdict(list)
+    for p in points.values():
+        mean = statistics.fmean(y for y, _, _ in p.values())
+        for rid, (y, _, _) in p.items():
+            deviations[rid].append(y - mean)
+    shared_sq = sum(statistics.fmean(d) ** 2 for d in deviations.values()) / (runs - 1)
+    shared = between if cases == 1 else (cases * shared_sq - between) / (cases - 1)
+    rho = min(1.0, max(0.0, shared / between))
+    df_between = 1 / (statistics.fmean(1 / (len(p) - 1) for p in points.values()) / cases
+                      + (1 - 1 / cases) * rho**2 / (runs - 1))
+    df_within = (within * len(errors)) ** 2 / sum(se2**2 / df for se2, df in errors) if within > 0 else math.inf
+    df = tau2**2 / (between**2 / df_between + within**2 / df_within)
+    return RunSpread(tau2, df, runs, cases)
