@@ -191,8 +191,8 @@ def child(backend: str) -> None:
 
 
 def main() -> None:
+    from arraybench.core.case import Case
     from arraybench.execution.parent import worker_env
-    from arraybench.planning.case import Case
 
     threads = len(os.sched_getaffinity(0))
     worst = 0.0

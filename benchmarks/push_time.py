@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from pg_server import throwaway_server  # noqa: E402
 
 from arraybench.cli import main as arraybench  # noqa: E402
-from arraybench.planning.case import Case  # noqa: E402
+from arraybench.core.case import Case  # noqa: E402
 from arraybench.results import ResultsWriter  # noqa: E402
 from arraybench.results.record import ProcessRecord  # noqa: E402
 from arraybench.workloads import blank_record  # noqa: E402

@@ -166,9 +166,9 @@ def scaled_copy(src: Path, dst: Path, factor: float, workload: str | None = None
 
 
 def order(out: Path, rounds: int) -> None:
+    from arraybench.core.case import Case
     from arraybench.execution.parent import RunConfig, WorkerPool
     from arraybench.measure.timing import TimerConfig
-    from arraybench.planning.case import Case
 
     source = str(HERE / "long_kernel.py")
     kernel = Case("long_kernel", (("n", 65_536),), "numpy", "eager", "float64", 1, source=source)

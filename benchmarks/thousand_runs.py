@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from arraybench.core.case import Case
 from arraybench.machine.environment import fingerprint
-from arraybench.planning.case import Case
 from arraybench.results import SCHEMA, Results, load_results
 from arraybench.results.record import CaseRecord
 from arraybench.store import Store

@@ -3,10 +3,10 @@
 import pytest
 
 from arraybench.backends.numpy_backend import NumpyBackend
+from arraybench.core.case import Case
 from arraybench.measure import case_executor
 from arraybench.measure.case_executor import CaseExecutor
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 
 TINY = TimerConfig(warmup_time=0.0, min_time=0.0, min_samples=3, max_time=0.05)
 CASE = Case("elementwise_sin", (("n", 16),), "numpy", "eager", "float64", 1)

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 from arraybench.backends.numpy_backend import NumpyBackend
 from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.backends.torch_backend import TorchBackend
+from arraybench.core.case import Case
 from arraybench.measure.case_executor import CaseExecutor
 from arraybench.measure.casecache import CaseCache
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 from arraybench.workloads import WORKLOADS
 
 TINY = TimerConfig(warmup_time=0.0, min_time=0.0, min_samples=3, max_time=0.05)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION, EXIT_USAGE
-from arraybench.planning.case import Case
+from arraybench.core.case import Case
 from arraybench.results import Results
 from arraybench.site import RULE, across, load_store
 from arraybench.site.history import SiteHistory

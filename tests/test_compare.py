@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.comparison import compare, render_as
-from arraybench.planning.case import Case
+from arraybench.core.case import Case
 from arraybench.results import ResultsWriter, load_results
 from arraybench.results.record import CaseRecord, ProcessRecord
 from arraybench.stats.measurement import Measurement, Replicated

@@ -10,6 +10,7 @@ import pytest
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env
+from arraybench.core.case import Case
 from arraybench.execution.parent import RunConfig, Worker
 from arraybench.measure.compilecache import (
     backend_dir,
@@ -20,7 +21,6 @@ from arraybench.measure.compilecache import (
     uses_compile_cache,
 )
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 
 
 def test_a_first_call_that_stored_code_compiled_and_one_that_stored_none_was_served():

@@ -398,8 +398,8 @@ def test_a_hint_in_a_worker_names_the_environment_to_fix(tmp_path, monkeypatch):
 
 
 def test_a_worker_knows_its_environment_and_the_environments_keep_one_stack_layout():
+    from arraybench.core.case import Case
     from arraybench.execution.parent import WorkerEnv, worker_env
-    from arraybench.planning.case import Case
 
     sizes = []
     for name in ("base", "pr"):
@@ -416,9 +416,9 @@ def test_a_worker_that_could_not_import_the_workload_file_still_gets_its_case_na
     from contextlib import contextmanager
     from dataclasses import replace
 
+    from arraybench.core.case import Case
     from arraybench.execution.parent import Rounds, RunConfig
     from arraybench.measure.timing import TimerConfig
-    from arraybench.planning.case import Case
     from arraybench.results import ResultsWriter
     from arraybench.workloads import blank_record
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import TINY, read_jsonl
 
+from arraybench.core.case import Case, base_id
 from arraybench.errors import UsageError
 from arraybench.execution.parent import RunConfig, Runner, WorkerEnv, WorkerPool, turn_groups, worker_env
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case, base_id
 from arraybench.planning.plan import build_plan
 from arraybench.planning.settings import run_settings
 
@@ -90,7 +90,7 @@ def test_a_run_over_two_environments_records_each_with_its_versions_and_variable
 
 
 def test_one_label_names_a_configuration_everywhere_and_keeps_environments_apart():
-    from arraybench.planning.case import label
+    from arraybench.core.case import label
 
     case = Case("w", (("n", 1),), "jax", "jit", "float32", 1, device="gpu", env="new")
     assert label(case) == "jax·jit [new]"

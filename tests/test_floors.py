@@ -7,11 +7,11 @@ from pathlib import Path
 
 from arraybench.backends.base import Backend
 from arraybench.backends.numpy_backend import NumpyBackend
+from arraybench.core.case import Case
 from arraybench.execution import parent
 from arraybench.execution.parent import RunConfig, Runner
 from arraybench.measure import floors
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 from arraybench.results import ResultsWriter
 from arraybench.results.record import CaseRecord
 from arraybench.workloads import blank_record

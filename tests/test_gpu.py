@@ -11,10 +11,10 @@ import pytest
 
 from arraybench.backends.base import Backend
 from arraybench.backends.cupy_backend import CupyBackend
+from arraybench.core.case import Case
 from arraybench.machine import gpu
 from arraybench.measure.case_executor import COLD_SAMPLES, CaseExecutor
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 
 
 def fake_nvml(monkeypatch, clocks, reasons=0):

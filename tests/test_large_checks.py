@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from arraybench.backends.numpy_backend import NumpyBackend
+from arraybench.core.case import Case
 from arraybench.measure.case_executor import CaseExecutor, input_seed
 from arraybench.measure.casecache import CaseCache
-from arraybench.planning.case import Case
 from arraybench.workloads import WORKLOADS
 from arraybench.workloads.matmul import FREIVALDS
 

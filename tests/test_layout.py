@@ -3,13 +3,13 @@
 import numpy as np
 
 from arraybench.backends.numpy_backend import NumpyBackend
+from arraybench.core.case import Case
 from arraybench.execution import child
 from arraybench.execution.parent import worker_env
 from arraybench.execution.protocol import LAYOUT_PAD_VAR
 from arraybench.measure.case_executor import LINE, PAGE, CaseExecutor, input_seed, placed
 from arraybench.measure.hostspeed import measure_memory_reference
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 from arraybench.workloads import WORKLOADS
 
 TINY = TimerConfig(warmup_time=0.0, min_time=0.0, min_samples=3, max_time=0.01, processes=1)

@@ -18,10 +18,10 @@ from test_report import record, results_of
 from arraybench.cli.exits import EXIT_OK, EXIT_USAGE
 from arraybench.comparison import compare
 from arraybench.comparison.memory import LESS, MORE
+from arraybench.core.case import Case
 from arraybench.errors import UsageError
 from arraybench.output import exports
 from arraybench.planning import fit
-from arraybench.planning.case import Case
 from arraybench.report import fits, memory, winners
 from arraybench.report.answer import answers
 from arraybench.report.files import csv_text

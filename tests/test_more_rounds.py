@@ -3,9 +3,9 @@
 import random
 from dataclasses import replace
 
+from arraybench.core.case import Case
 from arraybench.execution.more_rounds import more_rounds
 from arraybench.execution.parent import merge_processes
-from arraybench.planning.case import Case
 from arraybench.results import ResultsWriter, load_results
 from arraybench.workloads import blank_record
 

@@ -10,12 +10,12 @@ from report_data import PEAKS
 from test_report import record, results_of
 
 from arraybench.backends import BACKENDS
+from arraybench.core.case import Case
+from arraybench.core.device_tokens import DeviceSpec, device_count, kind_of, parse_devices
 from arraybench.errors import UsageError
 from arraybench.execution.parent import RunConfig, WorkerPool
 from arraybench.machine import environment
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
-from arraybench.planning.devices import DeviceSpec, device_count, kind_of, parse_devices
 from arraybench.planning.plan import build_plan
 from arraybench.planning.settings import run_settings
 from arraybench.report import answer

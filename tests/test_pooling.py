@@ -148,8 +148,8 @@ def test_a_run_reads_with_intervals_pooled_over_its_cases_and_its_host_speed(tmp
     written, and the report says how fast the host ran and how the intervals were pooled."""
     from dataclasses import replace
 
+    from arraybench.core.case import Case
     from arraybench.execution.parent import merge_processes
-    from arraybench.planning.case import Case
     from arraybench.report.model import ReportData, analysis_rows
     from arraybench.results import ResultsWriter, load_results
     from arraybench.workloads import blank_record

@@ -10,10 +10,10 @@ import pytest
 from test_replication import FakePool, plan, runner
 
 from arraybench.cli import main
+from arraybench.core.case import Case
 from arraybench.execution import parent
 from arraybench.execution.parent import Progress
 from arraybench.measure import peaks
-from arraybench.planning.case import Case
 from arraybench.results.record import CaseRecord
 
 # Two cases, each measured in 3 processes; no refinement, so the plan is the whole run.

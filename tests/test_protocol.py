@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from arraybench.core.case import Case
 from arraybench.execution import child, protocol
 from arraybench.execution.protocol import (
     CaseRequest,
@@ -16,7 +17,6 @@ from arraybench.execution.protocol import (
     UnavailableReply,
 )
 from arraybench.measure.timing import TimerConfig, Turn
-from arraybench.planning.case import Case
 from arraybench.workloads import blank_record
 
 CASE = Case("elementwise_add", (("n", 10),), "numpy", "eager", "float64", 1)

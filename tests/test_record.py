@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arraybench.planning.case import Case
+from arraybench.core.case import Case
 from arraybench.report import fields_doc
 from arraybench.results import SCHEMA, UPGRADES, ResultsWriter, load_results, measured, upgrade
 from arraybench.results.record import FIELDS, PROCESS_FIELDS, CaseRecord, ProcessRecord

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from arraybench.core.case import Case
 from arraybench.execution.session import refine_crossovers
 from arraybench.planning import refine
-from arraybench.planning.case import Case
 from arraybench.results import SCHEMA, ResultsWriter, load_results
 from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from arraybench.core.case import Case
 from arraybench.execution.parent import Progress, RunConfig, Runner, merge_processes
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 from arraybench.report.table import cell
 from arraybench.report.view import CaseView
 from arraybench.results import ResultsWriter, load_results, measured

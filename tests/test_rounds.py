@@ -3,10 +3,10 @@
 from contextlib import contextmanager
 from dataclasses import replace
 
+from arraybench.core.case import Case
 from arraybench.execution.more_rounds import process_records
 from arraybench.execution.parent import Rounds, RunConfig
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 from arraybench.results import ResultsWriter, load_results
 from arraybench.workloads import blank_record
 

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
+from arraybench.core.case import Case
 from arraybench.execution.parent import LOCKSTEP, finished, merge_processes
 from arraybench.execution.protocol import PausedReply
 from arraybench.measure.timing import Timer, TimerConfig, Turn
-from arraybench.planning.case import Case
 from arraybench.results.reading import read
 from arraybench.stats import bracket
 from arraybench.stats.spells import SPELL_FACTOR, sift, window_level

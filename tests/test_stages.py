@@ -17,25 +17,18 @@ PACKAGE = ROOT / "src" / "arraybench"
 
 # Imports that still run up a stage (issue 42), importer -> imported. Remove a line when its import goes.
 KNOWN_UPWARD = {
-    "arraybench.backends.base -> arraybench.planning.devices",
     "arraybench.backends.torch_backend -> arraybench.machine.usercache",
     "arraybench.execution.more_rounds -> arraybench.comparison",
     "arraybench.execution.session -> arraybench.store",
-    "arraybench.machine.device_survey -> arraybench.planning.devices",
     "arraybench.machine.probe -> arraybench.execution.parent",
     "arraybench.machine.probe -> arraybench.measure.timing",
-    "arraybench.machine.probe -> arraybench.planning.case",
-    "arraybench.measure.case_executor -> arraybench.planning.case",
     "arraybench.measure.peaks -> arraybench.execution.child",
     "arraybench.output.exports -> arraybench.report.model",
     "arraybench.output.notebook -> arraybench.report.table",
     "arraybench.planning.settings -> arraybench.envs.spec",
     "arraybench.results -> arraybench.output.notebook",
-    "arraybench.results.reading -> arraybench.planning.case",
-    "arraybench.results.record -> arraybench.planning.devices",
     "arraybench.store -> arraybench.report.model",
     "arraybench.store.history -> arraybench.report.table",
-    "arraybench.workloads -> arraybench.planning.case",
     "arraybench.workloads -> arraybench.planning.userfile",
 }
 

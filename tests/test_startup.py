@@ -10,10 +10,10 @@ import pytest
 
 from arraybench.backends.base import child_env
 from arraybench.backends.tensorflow_backend import TensorflowBackend
+from arraybench.core.case import Case
 from arraybench.execution.child import process_age
 from arraybench.execution.parent import RunConfig, Worker
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 
 IMPORTED = time.monotonic()
 

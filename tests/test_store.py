@@ -12,8 +12,8 @@ from conftest import TINY, at_once, read_jsonl
 from test_compare import processes, record, results_file
 
 import arraybench
+from arraybench.core.case import Case
 from arraybench.machine.environment import fingerprint
-from arraybench.planning.case import Case
 from arraybench.report.model import run_views
 from arraybench.results import Planned, ResultsWriter, load_results
 from arraybench.results.record import CaseRecord

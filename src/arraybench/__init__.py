@@ -2,8 +2,8 @@
 
 from typing import TYPE_CHECKING, Any
 
+from arraybench.core.case import Case
 from arraybench.errors import UsageError
-from arraybench.planning.case import Case
 from arraybench.version import __version__
 
 if TYPE_CHECKING:

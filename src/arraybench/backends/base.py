@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from arraybench.core.device_tokens import DeviceSpec, kind_of
 from arraybench.errors import install_hint
-from arraybench.planning.devices import DeviceSpec, kind_of
 
 
 class Unavailable(Exception):

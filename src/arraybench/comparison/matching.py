@@ -10,9 +10,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from arraybench.core.case import label
 from arraybench.errors import UsageError
 from arraybench.machine import environment, packages
-from arraybench.planning.case import label
 from arraybench.results import Results
 from arraybench.results.record import CaseRecord
 from arraybench.results.run_ids import run_id

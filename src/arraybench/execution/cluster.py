@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Unpack
 
+from arraybench.core.case import Case
+from arraybench.core.device_tokens import device_count, kind_of
 from arraybench.errors import UsageError, one_line
 from arraybench.execution.parent import RoundOptions, Rounds, RunConfig
-from arraybench.planning.case import Case
-from arraybench.planning.devices import device_count, kind_of
 from arraybench.planning.settings import default_threads, parse_list
 from arraybench.results import ResultsWriter, load_results
 from arraybench.results.record import CaseRecord

@@ -14,10 +14,10 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
+from arraybench.core.case import Case
 from arraybench.execution.parent import RunConfig, WorkerPool
 from arraybench.machine import environment
 from arraybench.measure import peaks
-from arraybench.planning.case import Case
 from arraybench.version import __version__
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from arraybench.comparison import paired_prior_of
-from arraybench.planning.case import Case, base_id, rivals
+from arraybench.core.case import Case, base_id, rivals
 from arraybench.results import Results, ResultsWriter, load_results
 from arraybench.results.reading import Reading
 from arraybench.results.record import CaseRecord

@@ -29,6 +29,8 @@ from typing import IO, Any, Protocol, TypedDict, Unpack
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import child_env, thread_env
+from arraybench.core.case import Case, base_id, label, rivals
+from arraybench.core.device_tokens import kind_of
 from arraybench.errors import ENV_VARIABLE
 from arraybench.execution import protocol
 from arraybench.execution.protocol import (
@@ -46,8 +48,6 @@ from arraybench.execution.protocol import (
 from arraybench.machine import device_survey
 from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import VISIT_S, TimerConfig
-from arraybench.planning.case import Case, base_id, label, rivals
-from arraybench.planning.devices import kind_of
 from arraybench.results import ResultsWriter, measured
 from arraybench.results.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
 from arraybench.units import format_seconds, format_size
@@ -332,7 +332,7 @@ class Rounds(ABC):
         """Shuffled, so slow drift of the machine's speed spreads over all backends alike;
         a different order each round, so no case always follows the same one.
 
-        The rivals of one size (planning.case.rivals: every backend·mode, device and environment of
+        The rivals of one size (core.case.rivals: every backend·mode, device and environment of
         one workload at one parameter point) run one after the other, in a random order drawn each
         round, and these groups are shuffled: a rival's process of round k is measured within seconds
         of the others', where the host's state is most alike, and their paired difference
@@ -719,7 +719,7 @@ class WorkerPool:
 
 def progress_label(rec: Mapping[str, Any]) -> str:
     """How progress names a case: workload[size] and its configuration as every output names it
-    (planning.case.label: backend·mode·device, and [env] in a run of several environments); the
+    (core.case.label: backend·mode·device, and [env] in a run of several environments); the
     device always, since cpu and cpu:2 are two cases."""
     return f"{rec['workload']}[{rec.get('size')}] {label(rec, device=True)}"
 

@@ -15,8 +15,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Self, TypeVar
 
+from arraybench.core.case import Case
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 from arraybench.results.record import CaseRecord
 
 # The environment variable of random length the parent gives each worker (unless --fixed-layout):

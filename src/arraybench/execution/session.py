@@ -11,14 +11,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from arraybench.core.case import Case
+from arraybench.core.device_tokens import kind_of
 from arraybench.errors import UsageError
 from arraybench.execution.more_rounds import Runs, more_rounds
 from arraybench.execution.parent import MakeRunner, Progress, RoundOptions, RunConfig, Runner, WorkerEnv
 from arraybench.machine import environment, packages
 from arraybench.measure import peaks
 from arraybench.planning import fit, refine
-from arraybench.planning.case import Case
-from arraybench.planning.devices import kind_of
 from arraybench.planning.plan import build_plan
 from arraybench.planning.settings import RunSettings
 from arraybench.planning.userfile import stand_ins

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from arraybench.planning.devices import DeviceSpec
+from arraybench.core.device_tokens import DeviceSpec
 
 # Platform names that `--devices` calls gpu.
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")

@@ -10,10 +10,10 @@ from typing import Any
 
 from arraybench.backends import BACKENDS
 from arraybench.backends.base import child_env, thread_env
+from arraybench.core.case import Case
 from arraybench.execution.parent import STARTUP_TIMEOUT, RunConfig, Worker, WorkerDied, WorkerTimeout
 from arraybench.machine import device_survey
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import Case
 
 
 def probe(backends: list[str] | None = None, threads: int = 1, dtype: str = "float64",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable
+from arraybench.core.case import Case, base_id
 from arraybench.errors import one_line
 from arraybench.machine import gpu
 from arraybench.measure.casecache import CaseCache, Entry
@@ -21,7 +22,6 @@ from arraybench.measure.compilecache import entries, first_call_state, uses_comp
 from arraybench.measure.hostspeed import measure_memory_reference, measure_reference, thread_waits
 from arraybench.measure.memory import Counter, Phases, counter_for, figures
 from arraybench.measure.timing import VISIT_S, Pause, Timer, TimerConfig
-from arraybench.planning.case import Case, base_id
 from arraybench.results.record import CaseRecord, stats_fields
 from arraybench.workloads import blank_record, resolve_workload
 from arraybench.workloads.base import Tolerance, Workload, leaves

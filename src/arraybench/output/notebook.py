@@ -12,9 +12,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from arraybench.core.case import label as case_label
 from arraybench.envs.spec import described
 from arraybench.output.palette import colour
-from arraybench.planning.case import label as case_label
 from arraybench.report.table import size_sort_key, speedups
 from arraybench.results.header import RunHeader
 from arraybench.results.record import FAILED, CaseRecord

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench.core.case import Case
+from arraybench.core.case import label as case_label
 from arraybench.errors import UsageError
-from arraybench.planning.case import Case
-from arraybench.planning.case import label as case_label
 from arraybench.planning.refine import at_size, size_param
 from arraybench.units import format_size, memory_size
 from arraybench.workloads.base import Workload

@@ -7,10 +7,10 @@ from typing import Any
 
 from arraybench.backends import backend_class
 from arraybench.backends.base import Backend
+from arraybench.core.case import Case
+from arraybench.core.device_tokens import DeviceSpec, kind_of
 from arraybench.errors import UsageError, unknown
 from arraybench.planning import fit
-from arraybench.planning.case import Case
-from arraybench.planning.devices import DeviceSpec, kind_of
 from arraybench.planning.settings import RunSettings
 from arraybench.planning.suites import suite_parts
 from arraybench.workloads import WORKLOADS, resolve_workload

@@ -26,8 +26,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from arraybench.planning.case import Case
-from arraybench.planning.case import label as case_label
+from arraybench.core.case import Case
+from arraybench.core.case import label as case_label
 from arraybench.stats import bracket
 from arraybench.workloads import resolve_workload
 from arraybench.workloads.sizes import fixed_params

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.backends import BACKENDS, backend_class
+from arraybench.core.case import DTYPES, MODES
+from arraybench.core.device_tokens import DeviceSpec, parse_devices
 from arraybench.errors import UsageError, unknown
 from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import TimerConfig
-from arraybench.planning.case import DTYPES, MODES
-from arraybench.planning.devices import DeviceSpec, parse_devices
 from arraybench.planning.fit import limit_of
 from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.planning.suites import QUICK_TIMER, SUITE_TIMER

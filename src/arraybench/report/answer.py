@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench.planning.devices import kind_of
+from arraybench.core.device_tokens import kind_of
 from arraybench.report import bound, devices, memory
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData

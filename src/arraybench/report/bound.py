@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from arraybench.planning.devices import kind_of
+from arraybench.core.device_tokens import kind_of
 from arraybench.results.header import Peaks
 from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket

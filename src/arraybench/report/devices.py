@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench.core.case import label as case_label
+from arraybench.core.device_tokens import kind_of
 from arraybench.output.palette import colour
-from arraybench.planning.case import label as case_label
-from arraybench.planning.devices import kind_of
 from arraybench.report.model import ReportData
 from arraybench.report.view import timed
 from arraybench.results.record import CaseRecord

@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from arraybench.planning.case import label
-from arraybench.planning.devices import kind_of
+from arraybench.core.case import label
+from arraybench.core.device_tokens import kind_of
 from arraybench.report.view import timed
 from arraybench.results.record import CaseRecord
 from arraybench.units import format_seconds

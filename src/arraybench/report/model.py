@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from arraybench.core.case import label as case_label
+from arraybench.core.device_tokens import kind_of
 from arraybench.machine import packages
-from arraybench.planning.case import label as case_label
-from arraybench.planning.devices import kind_of
 from arraybench.report import bound, environments
 from arraybench.report.table import Points, points_by_workload, speedups
 from arraybench.report.view import CaseView

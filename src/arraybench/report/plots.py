@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arraybench.core.device_tokens import kind_of
 from arraybench.output.palette import FAILED_GREY, FAILED_RED, NOT_RUN_GREY, colour
-from arraybench.planning.devices import kind_of
 from arraybench.report import bound, devices, memory, vmap, winners
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench.core.case import label
 from arraybench.output import formats
 from arraybench.output.formats import text_table
-from arraybench.planning.case import label
 from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import bracket, power

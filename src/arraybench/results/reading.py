@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from arraybench.planning.case import rivals
+from arraybench.core.case import rivals
 from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket
 from arraybench.stats.measurement import Measurement, Replicated

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench.planning.devices import device_count
+from arraybench.core.device_tokens import device_count
 
 # A case's statuses: those that ran and failed (never ranked), and the rest.
 FAILED = ("wrong", "error", "timeout", "crashed")

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arraybench.planning.case import label
+from arraybench.core.case import label
 from arraybench.report.table import size_param, size_text
 from arraybench.results.header import MachineEnvironment, model_names
 from arraybench.results.record import CaseRecord

@@ -2,8 +2,8 @@
 
 from typing import Any
 
+from arraybench.core.case import Case
 from arraybench.errors import unknown
-from arraybench.planning.case import Case
 from arraybench.results.record import CaseRecord
 from arraybench.workloads import (
     elementwise,
