@@ -42,7 +42,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A window's level: this quantile of its references, as a run's full speed is (stats.spells.nominal).
+# A window's level, and a run's full speed over all its references (nominal): this quantile of them.
 WINDOW_QUANTILE = 0.1
 # A sample whose reference ran more than this many times its window's level was taken in a spell.
 # The reference itself varies by a few per cent between timings of a quiet host (it keeps the fastest
@@ -145,16 +145,10 @@ class SpellCount:
                 "samples": self.samples, "in_spell": self.in_spell}
 
 
-# The run's full speed: this quantile of all its reference timings (measure/hostspeed.py times them).
-NOMINAL_QUANTILE = 0.1
-
-
 def nominal(refs: Sequence[float]) -> float | None:
-    """The run's full-speed reference time: the NOMINAL_QUANTILE quantile of all its reference timings."""
-    good = sorted(r for r in refs if r > 0 and math.isfinite(r))
-    if not good:
-        return None
-    return good[min(len(good) - 1, int(NOMINAL_QUANTILE * len(good)))]
+    """The run's full-speed reference time: the level of all its reference timings (measure/hostspeed.py
+    times them), read as a window's is."""
+    return window_level(refs)
 
 
 def slowdown(refs: Sequence[float], full_speed: float | None) -> float | None:
