@@ -294,20 +294,29 @@ def test_jax_whose_peak_cannot_be_reset_holds_a_block_up_to_it_so_a_phase_sets_a
     be.dev = SimpleNamespace(memory_stats=lambda: dict(stats))
     held: list[int] = []
 
-    def hold(nbytes: int) -> int:  # the device's allocator rounds the block up to 256 B
+    class Block:
+        def __init__(self, size: int) -> None:
+            self.size = size
+
+        def delete(self) -> None:
+            stats["bytes_in_use"] -= self.size
+
+    def hold(nbytes: int) -> Block:  # the device's allocator rounds the block up to 256 B
         size = -(-nbytes // 256) * 256
         stats["bytes_in_use"] += size
         stats["peak_bytes_in_use"] = max(stats["peak_bytes_in_use"], stats["bytes_in_use"])
         held.append(size)
-        return size
+        return Block(size)
 
     be._hold = hold
     assert be.settle_memory() == 100 and held == [512]  # 400 asked for, 512 held: in use 612
     stats["peak_bytes_in_use"] = 612 + 300  # the phase needed 300 beyond what it began with
     assert be.peak_memory() == 100 + 300 and be._floor is None and be.reserved_memory() == 1024
-    stats["bytes_in_use"] = 100  # the block let go
+    assert stats["bytes_in_use"] == 100  # the block given back
     be.settle_memory()
     assert be.peak_memory() == 100  # held up to the peak and no new high: it needed nothing more
+    assert be.settle_memory() == 100 and be.settle_memory() == 100  # a settle gives back the last one's block
+    be.peak_memory()
 
     def full(nbytes: int) -> None:
         raise MemoryError("RESOURCE_EXHAUSTED")

@@ -141,10 +141,10 @@ class JaxBackend(Backend):
         """What is in use now. XLA's peak cannot be reset, so a phase that needs less than an earlier one
         would leave it as it was: a block is held through the phase that brings what is in use up to
         the peak so far, and any allocation of the phase then sets a new high, less the block."""
+        self._let_go()  # a block still held (a settle with no phase after it) is not in use
         stats = self._memory_stats()
         if not stats:
             return None
-        self._floor, self._floor_bytes = None, 0
         in_use, peak = stats.get("bytes_in_use"), stats.get("peak_bytes_in_use")
         if in_use is not None and peak is not None and peak > in_use:
             try:
@@ -153,13 +153,20 @@ class JaxBackend(Backend):
                 self._floor_bytes = max(0, held.get("bytes_in_use", in_use) - in_use)
                 peak = held.get("peak_bytes_in_use", peak)
             except Exception:  # no room for the block: the phase's peak is known only if it sets a new high
-                self._floor, self._floor_bytes = None, 0
+                self._let_go()
         self._in_use, self._peak_before = in_use, peak
         return in_use
 
+    def _let_go(self) -> None:
+        """Give the block back to the device, at once rather than when the array is collected."""
+        if self._floor is not None and hasattr(self._floor, "delete"):
+            self._floor.delete()
+        self._floor, self._floor_bytes = None, 0
+
     def peak_memory(self) -> int | None:
         stats = self._memory_stats()
-        held, self._floor, self._floor_bytes = self._floor_bytes, None, 0
+        held = self._floor_bytes
+        self._let_go()
         peak = stats.get("peak_bytes_in_use") if stats else None
         if peak is None or self._peak_before is None:
             return None if peak is None else int(peak)
