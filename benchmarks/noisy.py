@@ -95,7 +95,7 @@ def pairs_and_sizes(path: Path) -> dict:
             sizes += 1
             won += not lead.tied
     latest = res.latest().values()
-    spell = res.header.get("analysis", {})
+    spell = res.header.analysis.to_json() if res.header.analysis is not None else {}
     return {"run": str(path), "pairs_1.25x": apart, "ordered": ordered,
             "ordered_share": round(ordered / apart, 3) if apart else None,
             "sizes": sizes, "with_winner": won, "winner_share": round(won / sizes, 3) if sizes else None,

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from arraybench.cli import main
-from arraybench.machine.environment import fingerprint
+from arraybench.machine.host import fingerprint
 
 ROOT = Path(__file__).parents[1]
 SOURCES = [ROOT / "docs/gpu/float32/results.jsonl", ROOT / "docs/gpu/float64/results.jsonl"]

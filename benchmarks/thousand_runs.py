@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from arraybench.core.case import Case
-from arraybench.machine.environment import fingerprint
+from arraybench.machine.host import fingerprint
 from arraybench.results import SCHEMA, Results, load_results
 from arraybench.results.record import CaseRecord
 from arraybench.store import Store
@@ -106,8 +106,8 @@ STEPS = [
 
 def machines() -> list[MachineSpec]:
     """The H100 host, a 16-core Xeon and a 2-core EPYC, from real headers."""
-    h100 = load_results(GPU_SOURCES[0]).environment
-    epyc = load_results(EPYC_SOURCE).environment
+    h100 = load_results(GPU_SOURCES[0]).environment.to_json()
+    epyc = load_results(EPYC_SOURCE).environment.to_json()
     return [MachineSpec({**h100, "hostname": "gpu-h100"}, 1.0, 1.0, 0),
             MachineSpec({**h100, "hostname": "ci-xeon", "gpus": []}, 1.0, 6.0, 3),
             MachineSpec({**epyc, "hostname": "ci-epyc"}, 3.5, 25.0, 7)]

@@ -40,7 +40,7 @@ def test_each_case_starts_clean_so_its_peak_memory_is_its_own():
     ex = CaseExecutor(be)
     recs = [ex.run(Case("sort", (("n", 8),), "numpy", "eager", "float64", 1), TINY, seed) for seed in (0, 1)]
     assert be.starts == 2
-    assert [r["peak_memory_bytes"] for r in recs] == [1, 1]  # not 1, then 2: the peak since the worker began
+    assert [r.peak_memory_bytes for r in recs] == [1, 1]  # not 1, then 2: the peak since the worker began
 
 
 def test_torch_forgets_dynamo_state_between_cases_once_something_compiled(monkeypatch):
@@ -85,7 +85,7 @@ def test_inputs_and_reference_are_made_once_per_run_and_shared_by_its_workers(tm
     be = NumpyBackend(1, "float64")
     be.load()
     first = CaseExecutor(be, CaseCache(tmp_path)).run(case, TINY, 0)
-    assert first["status"] == "ok", first["error"]
+    assert first.status == "ok", first.error
     assert (first.inputs_source, first.reference_source) == ("made", "computed")
     assert len(list(tmp_path.glob("in-*"))) == 1 and len(list(tmp_path.glob("ref-*"))) == 1
 
@@ -96,7 +96,7 @@ def test_inputs_and_reference_are_made_once_per_run_and_shared_by_its_workers(tm
     monkeypatch.setattr(wl, "make_reference", never)
     monkeypatch.setattr(wl, "make_inputs", never)
     again = CaseExecutor(be, CaseCache(tmp_path)).run(case, TINY, 0)  # another worker of the same run
-    assert again["status"] == "ok", again["error"]
+    assert again.status == "ok", again.error
     assert (again.inputs_source, again.reference_source) == ("cache", "cache")
-    assert again["tolerance_source"] == first["tolerance_source"]
+    assert again.tolerance_source == first.tolerance_source
     assert again.max_abs_err == first.max_abs_err

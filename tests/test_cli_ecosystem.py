@@ -195,7 +195,7 @@ def test_nan_and_infinity_are_written_as_null(tmp_path):
     assert lines[0]["x"] is None
     assert lines[1]["rel_err"] is None and lines[1]["samples_s"] == [1.0, None]
     assert lines[1]["ci95_s"] == [None, 2.0]
-    assert load_results(tmp_path).records[0]["rel_err"] is None
+    assert load_results(tmp_path).records[0].rel_err is None
 
 
 def test_pyproject_tool_arraybench_sets_run_defaults(tmp_path, monkeypatch):

@@ -68,7 +68,7 @@ def test_cluster_run_has_the_cases_statuses_and_format_of_a_local_run(tmp_path, 
         assert rec["backend_info"]["threads_verified"] == 1  # ran in an arraybench worker process
     results = load_results(tmp_path / "dask")
     assert list(results.machines) == [HOST]
-    assert results.machines[HOST]["versions"]["numpy"]
+    assert results.machines[HOST].versions["numpy"]
     assert "numba·jit" in stdout and "fastest correct" in stdout
 
     # The same plan from another machine: `report` puts the two side by side.
@@ -183,7 +183,7 @@ def run_killing_a_worker(out: Path, *extra: str, **scheduler_config) -> list[dic
         killer.join()
     assert killed  # a worker did die mid-case
     # Every case once in the plan's rounds (its line after each further round repeats it), none lost.
-    ids = [r["id"] for r in results.records if r["n_processes"] == 2 or r["status"] != "ok"]
+    ids = [r.id for r in results.records if r.n_processes == 2 or r.status != "ok"]
     assert len(ids) == len(set(ids)) == 4 and len(results.latest()) == 4
     return list(results.latest().values())
 
@@ -191,22 +191,22 @@ def run_killing_a_worker(out: Path, *extra: str, **scheduler_config) -> list[dic
 @pytest.mark.parametrize("allowed_failures", [3, 0])
 def test_a_dying_worker_loses_only_its_case_which_is_retried_or_marked(tmp_path, allowed_failures):
     records = run_killing_a_worker(tmp_path, **{"distributed.scheduler.allowed-failures": allowed_failures})
-    statuses = sorted(r["status"] for r in records)
+    statuses = sorted(r.status for r in records)
     if allowed_failures:
         assert statuses == ["ok"] * 4  # the killed worker's case ran again elsewhere
     else:
         assert statuses == ["crashed", "ok", "ok", "ok"]
-        [crashed] = [r for r in records if r["status"] == "crashed"]
-        assert "Dask workers died running it 1 times" in crashed["error"]
+        [crashed] = [r for r in records if r.status == "crashed"]
+        assert "Dask workers died running it 1 times" in crashed.error
 
 
 def test_cases_pinned_to_a_worker_that_died_are_marked_not_waited_for(tmp_path):
     records = run_killing_a_worker(tmp_path, "--on", "0")
-    statuses = [r["status"] for r in records]
+    statuses = [r.status for r in records]
     assert statuses[0] == "ok" and "crashed" in statuses  # in the order they finished
     left = "the Dask worker it was pinned to with --on left the cluster"
     for r in records:  # with several processes a case, the reason also says in which one it left
-        assert r["status"] == "ok" or r["error"].startswith(left)
+        assert r.status == "ok" or r.error.startswith(left)
 
 
 def test_report_puts_machines_side_by_side_with_speedups_per_machine():

@@ -13,7 +13,7 @@ from test_compare import record, results_file
 
 from arraybench.comparison import RUN_MARK, compare, render, render_as
 from arraybench.comparison import cases as comparison
-from arraybench.machine.environment import fingerprint
+from arraybench.machine.host import fingerprint
 from arraybench.results import Results, load_results
 from arraybench.stats.between_runs import RunSpread, run_spread
 from arraybench.stats.measurement import Measurement, Replicated

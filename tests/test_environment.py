@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pytest
 
 from arraybench.backends.base import child_env
-from arraybench.machine import device_survey, environment
+from arraybench.machine import device_survey, host
 from arraybench.machine.device_survey import devices_text
 
 
@@ -18,30 +18,30 @@ def test_the_variables_that_change_results_are_recorded_and_no_others():
     # Terraform's TF_ variables and TensorFlow's log level share the prefix and change no number.
     others = {"HOME": "/root", "PATH": "/bin", "TERM": "xterm", "TF_CLI_CONFIG_FILE": "/root/.terraformrc",
               "TF_VAR_region": "eu", "TF_LOG": "DEBUG", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    assert environment.settings_env({**changes, **others}) == dict(sorted(changes.items()))
+    assert host.settings_env({**changes, **others}) == dict(sorted(changes.items()))
 
 
 def test_cpu_flags_and_frequency_come_from_linux():
-    flags = environment.cpu_flags()
+    flags = host.cpu_flags()
     with open("/proc/cpuinfo") as f:
         listed = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith(("flags", "Features"))), [])
-    assert flags == [flag for flag in environment.SIMD_FLAGS if flag in listed]
-    freq = environment.cpu_frequency()
+    assert flags == [flag for flag in host.SIMD_FLAGS if flag in listed]
+    freq = host.cpu_frequency()
     assert set(freq) == {"governor", "current_mhz", "min_mhz", "max_mhz"}
     assert freq["current_mhz"] is None or freq["current_mhz"] > 0
 
 
 def test_git_commit_says_which_commit_and_whether_the_tree_differs(tmp_path):
-    assert environment.git_commit(str(tmp_path)) is None  # not a git work tree
+    assert host.git_commit(str(tmp_path)) is None  # not a git work tree
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
     (tmp_path / "a.py").write_text("1\n")
     subprocess.run([*git, "add", "a.py"], check=True)
     subprocess.run([*git, "commit", "-qm", "a"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    assert environment.git_commit(str(tmp_path)) == {"commit": head, "dirty": False}
+    assert host.git_commit(str(tmp_path)) == {"commit": head, "dirty": False}
     (tmp_path / "a.py").write_text("2\n")
-    assert environment.git_commit(str(tmp_path)) == {"commit": head, "dirty": True}
+    assert host.git_commit(str(tmp_path)) == {"commit": head, "dirty": True}
 
 
 FAKE_JAX = {
@@ -93,9 +93,9 @@ def test_gpus_are_one_kind_whatever_the_framework_calls_them():
     ("gpu:all", "jax sees no gpu here: cpu ×1"),
 ])
 def test_a_device_the_framework_does_not_see_is_named_with_what_it_sees(device, reason):
-    host = [device_survey.Device("cpu", "cpu", 0, "host")]
-    assert device_survey.missing("jax", device, host) == reason
-    assert device_survey.missing("jax", "cpu", host) is None
+    seen = [device_survey.Device("cpu", "cpu", 0, "host")]
+    assert device_survey.missing("jax", device, seen) == reason
+    assert device_survey.missing("jax", "cpu", seen) is None
 
 
 def test_too_few_devices_say_how_many_there_are_and_which_the_token_needs():
@@ -108,12 +108,12 @@ def test_too_few_devices_say_how_many_there_are_and_which_the_token_needs():
 
 
 def test_the_environment_records_every_device_with_its_id(monkeypatch):
-    monkeypatch.setattr(environment.glob, "glob", lambda pattern: ["/dev/accel0", "/dev/accel1"])
+    monkeypatch.setattr(host.glob, "glob", lambda pattern: ["/dev/accel0", "/dev/accel1"])
     gpus = [{"index": 0, "name": "NVIDIA H100", "uuid": "GPU-1", "pci_bus_id": "00000000:18:00.0"}]
-    assert environment.devices(gpus) == [
-        {"kind": "cpu", "id": 0, "name": environment.cpu_model(), "cores": os.cpu_count()},
+    assert host.devices(gpus) == [
+        {"kind": "cpu", "id": 0, "name": host.cpu_model(), "cores": os.cpu_count()},
         {"kind": "gpu", "id": 0, "name": "NVIDIA H100", "uuid": "GPU-1", "pci_bus_id": "00000000:18:00.0"},
         {"kind": "tpu", "id": 0, "name": "/dev/accel0"}, {"kind": "tpu", "id": 1, "name": "/dev/accel1"}]
     monkeypatch.undo()  # psutil globs too
-    env = environment.collect()
+    env = host.collect()
     assert env["devices"][0]["kind"] == "cpu" and env["gpu_links"] == []

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import at_once
 
+from arraybench.core.env_spec import EnvRequirement
 from arraybench.envs import EnvSpec, parse_envs, prepare
 from arraybench.envs import build as envbuild
 from arraybench.envs.sources import pin_all
-from arraybench.envs.spec import MIN_PYTHON, EnvRequirement
+from arraybench.envs.spec import MIN_PYTHON
 from arraybench.errors import UsageError
-from arraybench.machine import environment
+from arraybench.machine import host
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,9 +113,9 @@ def test_prepare_gives_each_environment_its_interpreter_versions_and_variables()
     envs = prepare(parse_envs(["base:", f"mine:@{sys.executable}"], ["mine:OMP_NUM_THREADS=1"]), lines.append)
     assert list(envs) == ["base", "mine"] and lines == []
     assert envs["base"].python == Path(sys.executable) and envs["base"].variables == {}
-    assert envs["base"].versions == environment.versions()
+    assert envs["base"].versions == host.versions()
     # The same interpreter asked in a process of its own, its import path its own, reads the same.
-    assert envs["mine"].versions == environment.versions()
+    assert envs["mine"].versions == host.versions()
     assert envs["mine"].variables == {"OMP_NUM_THREADS": "1"}
 
 

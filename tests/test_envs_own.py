@@ -19,8 +19,8 @@ from arraybench.envs.sources import Pinned, content_hash, pin, pin_all
 from arraybench.errors import ENV_VARIABLE, UsageError, install_hint
 from arraybench.execution import session
 from arraybench.machine.packages import Package, changes
-from arraybench.planning import userfile
 from arraybench.planning.settings import run_settings
+from arraybench.workloads import userfile
 
 PYPROJECT = '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n' \
             '[project]\nname = "mykern"\nversion = "{version}"\n'
@@ -399,12 +399,12 @@ def test_a_hint_in_a_worker_names_the_environment_to_fix(tmp_path, monkeypatch):
 
 def test_a_worker_knows_its_environment_and_the_environments_keep_one_stack_layout():
     from arraybench.core.case import Case
-    from arraybench.execution.parent import WorkerEnv, worker_env
+    from arraybench.execution.parent import WorkerLaunch, worker_env
 
     sizes = []
     for name in ("base", "pr"):
         case = Case("elementwise_add", (("n", 10),), "numpy", "eager", "float32", 1, env=name)
-        env = worker_env(case, env=WorkerEnv(sys.executable), layout=7)
+        env = worker_env(case, launch=WorkerLaunch(sys.executable), layout=7)
         assert env[ENV_VARIABLE] == name and env["PYTHONSAFEPATH"] == "1"  # not the working directory's files
         sizes.append(sum(len(k) + len(v) for k, v in env.items()))
     assert sizes[0] == sizes[1]

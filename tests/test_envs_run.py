@@ -10,8 +10,9 @@ import pytest
 from conftest import TINY, read_jsonl
 
 from arraybench.core.case import Case, base_id
+from arraybench.envs.spec import run_envs
 from arraybench.errors import UsageError
-from arraybench.execution.parent import RunConfig, Runner, WorkerEnv, WorkerPool, turn_groups, worker_env
+from arraybench.execution.parent import RunConfig, Runner, WorkerLaunch, WorkerPool, turn_groups, worker_env
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.plan import build_plan
 from arraybench.planning.settings import run_settings
@@ -20,7 +21,7 @@ from arraybench.planning.settings import run_settings
 def test_the_plan_is_measured_in_each_environment_told_apart_by_name():
     one = build_plan(run_settings(workloads=["elementwise_add"], backends=["numpy"], sizes=["small"]))
     two = build_plan(run_settings(workloads=["elementwise_add"], backends=["numpy"], sizes=["small"],
-                                  envs=["old:", "new:"]))
+                                  envs=run_envs(["old:", "new:"], [])))
     assert len(two) == 2 * len(one)
     assert {c.id for c in two} == {f"{c.id}@{e}" for c in one for e in ("old", "new")}
     assert {base_id(c.id, c.env) for c in two} == {c.id for c in one}
@@ -34,18 +35,18 @@ def test_the_plan_is_measured_in_each_environment_told_apart_by_name():
 ])
 def test_bad_environments_are_one_line(envs, env_vars, message):
     with pytest.raises(UsageError, match=message):
-        build_plan(run_settings(workloads=["elementwise_add"], backends=["numpy"], envs=envs, env_vars=env_vars))
+        run_envs(envs, env_vars)
 
 
 def test_another_interpreters_workers_get_its_variables_and_none_of_our_import_path(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/somewhere/site-packages")
     case = Case("elementwise_add", (("n", 10),), "numpy", "eager", "float32", 1, env="old")
-    foreign = worker_env(case, env=WorkerEnv("/opt/other/bin/python", (("PLANTED", "1.05"),)))
+    foreign = worker_env(case, launch=WorkerLaunch("/opt/other/bin/python", (("PLANTED", "1.05"),)))
     assert foreign["PLANTED"] == "1.05"
     assert "/somewhere/site-packages" not in foreign.get("PYTHONPATH", "")
     # This arraybench's checkout (the tests run from one) is the harness every environment runs.
     assert foreign["PYTHONPATH"] == str(Path(__file__).resolve().parents[1] / "src")
-    same = worker_env(case, env=WorkerEnv(sys.executable, ()))
+    same = worker_env(case, launch=WorkerLaunch(sys.executable, ()))
     assert "/somewhere/site-packages" in same["PYTHONPATH"] and "PLANTED" not in same
 
 
@@ -64,7 +65,7 @@ def test_every_environments_processes_are_shuffled_into_the_same_rounds():
 
 
 def test_a_run_config_names_each_environments_interpreter():
-    config = RunConfig(TimerConfig(), 0, 10.0, Path("logs"), envs={"old": WorkerEnv("/x/bin/python")})
+    config = RunConfig(TimerConfig(), 0, 10.0, Path("logs"), envs={"old": WorkerLaunch("/x/bin/python")})
     assert config.python("old") == "/x/bin/python" and config.python("") == sys.executable
 
 
@@ -231,7 +232,7 @@ def test_the_processes_of_a_group_take_turns_in_their_own_workers(tmp_path):
     turns (each paused while the other samples), the third is recorded unavailable, and each
     one's seconds are its own turns, not the others'."""
     config = RunConfig(TimerConfig(min_time=0.2, max_time=0.4, min_samples=3, processes=1), 0, 120.0,
-                       tmp_path / "logs", envs={"a": WorkerEnv(sys.executable), "b": WorkerEnv(sys.executable)})
+                       tmp_path / "logs", envs={"a": WorkerLaunch(sys.executable), "b": WorkerLaunch(sys.executable)})
     cases = [Case("elementwise_add", (("n", 1000),), "numpy", "eager", "float64", 1, env="a"),
              Case("elementwise_add", (("n", 1000),), "numpy", "eager", "float64", 1, env="b"),
              Case("elementwise_add", (("n", 1000),), "numpy", "eager", "float64", 1, device="gpu", env="c")]

@@ -9,7 +9,7 @@ import pytest
 from test_envs_run import _two_env_run
 
 from arraybench.comparison import compare, environment_side
-from arraybench.output import exports
+from arraybench.report import exports
 from arraybench.results import load_results
 from arraybench.store import Store
 
@@ -60,7 +60,7 @@ def test_the_store_and_a_push_keep_each_environment_and_its_pairing(stored, tmp_
     for where in (db, other):
         with Store(where, create=False) as st:
             res = st.load("r1")
-        assert res.header["environments"] == from_file.header["environments"]
+        assert res.header.environments == from_file.header.environments
         assert sorted((r.id, r.env) for r in res.latest().values()) == \
             sorted((r.id, r.env) for r in from_file.latest().values())
         cmp = compare(environment_side(res, "old"), environment_side(res, "new"), paired=True)
@@ -84,7 +84,7 @@ def test_every_export_format_keeps_the_environments_apart(stored, tmp_path, run_
     versions = {b["extra_info"]["env"]: b["extra_info"]["env_versions"] for b in benchmarks}
     assert versions == {"old": {"numpy": "2.3.5"}, "new": {"numpy": "2.4.6"}}
     copy = load_results(out["jsonl"])
-    assert copy.header["environments"]["new"]["variables"] == {"PLANTED": "1.08"}
+    assert copy.header.environments["new"].variables == {"PLANTED": "1.08"}
     assert sorted(r.env for r in copy.latest().values()) == ["new"] * 4 + ["old"] * 4
 
 

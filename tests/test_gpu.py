@@ -150,11 +150,11 @@ def test_a_gpu_case_whose_inputs_fit_in_l2_gets_a_cold_figure_beside_the_hot_one
     executor = CaseExecutor(FakeGpu())
     executor.l2_bytes = 2**20
     rec = run_case(executor, 1000)  # two float32 inputs of 4 kB
-    assert rec["status"] == "ok"
-    assert rec["latency_s"] > 0 and rec["input_bytes"] == 8000 and rec["l2_bytes"] == 2**20
-    assert len(rec["cold_samples_s"]) == COLD_SAMPLES
-    assert rec["cold_median_s"] == pytest.approx(1e-3 + (COLD_SAMPLES // 2 + 1) * 1e-6)
-    assert rec["gpu_clock"]["throttled"] is False
+    assert rec.status == "ok"
+    assert rec.latency_s > 0 and rec.input_bytes == 8000 and rec.l2_bytes == 2**20
+    assert len(rec.cold_samples_s) == COLD_SAMPLES
+    assert rec.cold_median_s == pytest.approx(1e-3 + (COLD_SAMPLES // 2 + 1) * 1e-6)
+    assert rec.gpu_clock["throttled"] is False
     big = run_case(executor, 200_000)  # 1.6 MB of inputs: over this fake L2
     assert big.status == "ok" and big.cold_median_s is None
 
@@ -169,7 +169,7 @@ def test_a_cpu_case_has_neither_latency_nor_cold_figure():
              dtype="float32", threads=1, device="cpu"),
         TimerConfig(warmup_time=0.0, min_time=0.0, min_samples=3, max_time=0.1), run_seed=0,
     )
-    assert rec["status"] == "ok" and rec["latency_s"] is None
+    assert rec.status == "ok" and rec.latency_s is None
     assert rec.cold_median_s is None and rec.gpu_clock is None
 
 

@@ -91,6 +91,14 @@ def test_a_changed_header_writes_its_change_in_place_and_new_fields_after():
     assert run_id(header) == run_id(header.to_json())  # a file without an id: derived from its JSON alike
 
 
+def test_a_part_is_read_by_attribute_and_compared_with_parts_only():
+    header = RunHeader.from_json({"type": "header", "schema": SCHEMA, "settings": {"dtype": "float32"}})
+    assert header.settings.dtype == "float32" and header.to_json()["settings"] == {"dtype": "float32"}
+    with pytest.raises(TypeError):
+        _ = header["settings"]  # no by-name view: a renamed field is a type error
+    assert header == RunHeader.from_json(header.to_json()) and header != header.to_json()
+
+
 def test_every_field_is_declared_with_a_meaning():
     for fields in (HEADER_FIELDS, ENVIRONMENT_FIELDS, PEAKS_FIELDS, SETTINGS_FIELDS, ANALYSIS_FIELDS):
         assert fields and all(f.meaning for f in fields)

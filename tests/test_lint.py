@@ -102,7 +102,7 @@ def test_a_finding_says_what_why_and_how_to_fix_it():
 
 
 def test_the_timed_code_of_document_002_becomes_workloads_arraybench_can_run(tmp_path):
-    from arraybench.planning.userfile import load_workload_file
+    from arraybench.workloads.userfile import load_workload_file
 
     checked = check_file(FIXTURES / "seed_002.ipynb")
     assert checked.workloads is not None

@@ -20,15 +20,13 @@ from arraybench.comparison import compare
 from arraybench.comparison.memory import LESS, MORE
 from arraybench.core.case import Case
 from arraybench.errors import UsageError
-from arraybench.output import exports
 from arraybench.planning import fit
-from arraybench.report import fits, memory, winners
+from arraybench.report import exports, fits, memory, winners
 from arraybench.report.answer import answers
 from arraybench.report.files import csv_text
 from arraybench.report.model import ReportData
 from arraybench.report.table import render_text
 from arraybench.results import Results, ResultsWriter
-from arraybench.results.record import CaseRecord
 from arraybench.stats import memory as claims
 from arraybench.store import SCHEMA, Store
 from arraybench.store.history import MEMORY, changes
@@ -226,7 +224,7 @@ def probe(case: Case, limit: int, need_per_n: float, fixed: float = 0.0, fails_f
     if not failed:
         m = round(fixed + need_per_n * n)
         rec = replace(rec, memory_bytes=m, first_call_memory_bytes=m)
-    return rec.to_json()
+    return rec
 
 
 def search(plan, limit, need_per_n, fixed=0.0, fails_from=None):
@@ -244,12 +242,12 @@ def test_the_fit_search_finds_the_largest_size_under_the_limit_in_a_few_rounds()
     limit = 2**30
     records, rounds = search(plan, limit, need_per_n=24.0, fixed=3 * MiB)
     (found,) = fit.fits(records, limit)
-    largest, over = found.fits["size"], found.over["size"]
+    largest, over = found.fits.size, found.over.size
     assert fit.need(found.fits) <= limit < fit.need(found.over) and over / largest <= fit.CLOSE
     assert rounds <= 6
     records, _ = search(plan, limit, need_per_n=24.0, fails_from=20_000_000)  # a MemoryError before the limit
     (found,) = fit.fits(records, limit)
-    assert found.fits["size"] < 20_000_000 <= found.over["size"] and found.why_over() == "error: MemoryError"
+    assert found.fits.size < 20_000_000 <= found.over.size and found.why_over() == "error: MemoryError"
 
 
 def test_the_fit_table_says_each_backend_mode_s_largest_size(tmp_path):
@@ -259,7 +257,7 @@ def test_the_fit_table_says_each_backend_mode_s_largest_size(tmp_path):
     for case, per in zip(plan, (24.0, 48.0), strict=True):
         records += search([case], limit, per)[0]
     res = Results(header={"settings": {"sizes": ["fit:256M"]}, "environment": {"hostname": "box"}},
-                  records=[CaseRecord.from_json(r) for r in records])
+                  records=records)
     data = ReportData.from_results([res])
     text = fits.render(data)
     assert text.startswith("The largest size under 256 MiB (--sizes fit)")

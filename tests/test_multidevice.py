@@ -14,7 +14,7 @@ from arraybench.core.case import Case
 from arraybench.core.device_tokens import DeviceSpec, device_count, kind_of, parse_devices
 from arraybench.errors import UsageError
 from arraybench.execution.parent import RunConfig, WorkerPool
-from arraybench.machine import environment
+from arraybench.machine import host
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.plan import build_plan
 from arraybench.planning.settings import run_settings
@@ -256,7 +256,7 @@ def test_a_device_kind_that_is_not_here_is_unavailable_with_why_never_a_crash(tm
     """No GPU here: JAX asserts inside jax.devices() under JAX_PLATFORMS=cuda, torch is a CPU build and
     NumPy runs on no GPU. Each case is unavailable with what its framework sees, none is run on the CPU
     in its place, and the answer says that no GPU was measured."""
-    if environment.gpus():
+    if host.gpus():
         pytest.skip("a GPU is here")
     backends = sorted({"jax", "numpy", "torch"} & INSTALLED)
     code, out, err = run_cli("run", "--workloads", "matmul", "--sizes", "small", "--backends", ",".join(backends),

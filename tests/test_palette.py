@@ -7,7 +7,7 @@ import pytest
 from test_publish import two_machine_store
 from test_report import results_of, sweep_records
 
-from arraybench.output.palette import BACKEND_COLOURS, colour, ink
+from arraybench.core.palette import BACKEND_COLOURS, colour, ink
 from arraybench.report import write_all
 from arraybench.results import Results
 from arraybench.results.record import CaseRecord

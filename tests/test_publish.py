@@ -17,12 +17,12 @@ from report_data import synthetic_results
 from test_report import record
 
 from arraybench.cli import main
-from arraybench.output import exports
+from arraybench.report import exports
 from arraybench.report.files import csv_columns
 from arraybench.report.model import ReportData
 from arraybench.report.view import FIGURES
 from arraybench.results import SCHEMA, ResultsWriter
-from arraybench.results.header import model_names, short_name
+from arraybench.results.header import MachineEnvironment, model_names, short_name
 from arraybench.results.record import CaseRecord
 from arraybench.site import across, load_store, write_site
 from arraybench.site.html import LATEST_RUNS
@@ -128,16 +128,18 @@ def test_answer_names_the_fastest_on_each_machine_and_writes_a_tie_as_a_tie(stor
     # The latest run of each case counts: torch 2.11's 60 ms on the EPYC is history, not the answer.
     said = {a.workload: a for a in across(load_store(str(store)))}
     epyc = said["sort"].verdicts[0]
-    assert epyc.lead.tied and epyc.lead.best["median_s"] == pytest.approx(30e-3)
+    assert epyc.lead.tied and epyc.lead.best.median_s == pytest.approx(30e-3)
 
 
 def test_machines_are_named_as_people_call_them_and_kept_apart():
-    assert short_name(GPU_ENV) == "H100" and short_name(CPU_ENV) == "2-core EPYC"
-    desktop = {"cpu_model": "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", "cpu_logical": 12}
+    machine = MachineEnvironment.from_json
+    assert short_name(machine(GPU_ENV)) == "H100" and short_name(machine(CPU_ENV)) == "2-core EPYC"
+    desktop = machine({"cpu_model": "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", "cpu_logical": 12})
     assert short_name(desktop) == "12-core Core i7-8700"
-    assert short_name({"gpus": [{"name": "NVIDIA A100-SXM4-40GB"}] * 2}) == "2× A100-SXM4"
+    assert short_name(machine({"gpus": [{"name": "NVIDIA A100-SXM4-40GB"}] * 2})) == "2× A100-SXM4"
     twins = {"a": {**CPU_ENV, "hostname": "ci-1"}, "b": {**CPU_ENV, "hostname": "ci-2"}, "c": GPU_ENV}
-    assert model_names(twins) == {"a": "2-core EPYC (ci-1)", "b": "2-core EPYC (ci-2)", "c": "H100"}
+    assert model_names({k: machine(env) for k, env in twins.items()}) == {"a": "2-core EPYC (ci-1)",
+                                                                         "b": "2-core EPYC (ci-2)", "c": "H100"}
 
 
 class Links(HTMLParser):

@@ -67,7 +67,7 @@ def test_rounds_end_with_a_bracket_at_most_twice_wide():
         records += measure(new)
     else:
         raise AssertionError("refinement did not finish")
-    series = {b: {c.params_dict["n"]: bracket.Point(c.params_dict["n"], r["median_s"], *r["ci95_s"])
+    series = {b: {c.params_dict["n"]: bracket.Point(c.params_dict["n"], r.median_s, *r.ci95_s)
                   for c, r in zip(plan + extra, records, strict=True) if c.backend == b} for b in ("numpy", "torch")}
     (br,) = bracket.brackets("numpy", series["numpy"], "torch", series["torch"])
     assert br.state == bracket.BRACKETED and br.hi / br.lo <= bracket.MAX_RATIO

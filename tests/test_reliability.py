@@ -223,7 +223,7 @@ def assert_all_die(workers: list[psutil.Process], within: float = 10.0) -> None:
 
 def assert_resume_completes(run_cli, out_dir: Path, before: bytes) -> None:
     """`run --resume` runs exactly the missing cases with the stored settings: none twice, none lost."""
-    header = {"type": "header", **load_results(out_dir).header}
+    header = {"type": "header", **load_results(out_dir).header.to_json()}
     code, _, err = run_cli("run", "--resume", str(out_dir))
     assert code == EXIT_OK, err
     after = (out_dir / "results.jsonl").read_bytes()
@@ -299,7 +299,7 @@ def test_a_valid_json_record_on_a_torn_last_line_is_not_data(tmp_path):
     results = tmp_path / "results.jsonl"
     results.write_text(HEADER + json.dumps(RECORD) + "\n" + json.dumps({**RECORD, "id": "y"}))
     loaded = load_results(results)
-    assert [r["id"] for r in loaded.records] == ["x"]
+    assert [r.id for r in loaded.records] == ["x"]
     assert loaded.warnings == [f"{results}: dropped a torn last line (the run was interrupted while writing it)"]
 
 

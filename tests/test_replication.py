@@ -124,9 +124,9 @@ def test_case_record_keeps_each_process_and_gives_statistics_over_them():
 
 
 def test_one_wrong_or_failed_process_makes_the_case_so():
-    assert merge_processes([proc_record(1.0), proc_record(1.0, "wrong")])["status"] == "wrong"
+    assert merge_processes([proc_record(1.0), proc_record(1.0, "wrong")]).status == "wrong"
     failed = merge_processes([proc_record(1.0), proc_record(1.0, "error")])
-    assert failed["status"] == "error" and "in process 2 of 2" in failed["error"]
+    assert failed.status == "error" and "in process 2 of 2" in failed.error
 
 
 class FakePool:
@@ -165,7 +165,7 @@ def runner(tmp_path: Path, processes: int, pool: FakePool, partial=None, header=
 def test_each_case_runs_in_fresh_workers_once_per_round_in_a_new_order(tmp_path):
     pool = FakePool()
     records = runner(tmp_path, 3, pool).run(plan())
-    assert len(records) == 6 and all(r["n_processes"] == 3 for r in records)
+    assert len(records) == 6 and all(r.n_processes == 3 for r in records)
     orders = [[w for g, w in pool.log if g == k] for k in range(3)]
     assert all(sorted(o) == sorted(orders[0]) for o in orders)
     assert len({tuple(o) for o in orders}) == 3  # each round shuffled anew
@@ -179,10 +179,10 @@ def test_each_case_runs_in_fresh_workers_once_per_round_in_a_new_order(tmp_path)
 
 def test_a_case_that_fails_or_cannot_run_is_not_run_again(tmp_path):
     pool = FakePool({"w1": "error", "w2": "unavailable"})
-    records = {r["workload"]: r for r in runner(tmp_path, 3, pool).run(plan(3))}
+    records = {r.workload: r for r in runner(tmp_path, 3, pool).run(plan(3))}
     ran = [w for _, w in pool.log]
     assert ran.count("w1") == ran.count("w2") == 1 and ran.count("w0") == 3
-    assert records["w1"]["status"] == "error" and records["w2"]["status"] == "unavailable"
+    assert records["w1"].status == "error" and records["w2"].status == "unavailable"
 
 
 def test_resume_measures_only_the_missing_processes(tmp_path):
@@ -199,7 +199,7 @@ def test_resume_measures_only_the_missing_processes(tmp_path):
     pool = FakePool()
     records = runner(tmp_path, 3, pool, partial=partial, header=False).run(plan(2))
     assert len(pool.log) == 4  # two processes left for each of the two cases
-    assert all(r["n_processes"] == 3 for r in records)
+    assert all(r.n_processes == 3 for r in records)
 
 
 def test_progress_shows_each_process_and_each_case(tmp_path):

@@ -185,7 +185,7 @@ def test_several_machines_are_kept_apart(tmp_path):
 def test_two_hosts_of_one_name_with_other_cpus_are_two_machines():
     """Two VMs both called `vm`: the report tells them apart as the store and the site do, by the
     environment's fingerprint, and names each by it; one host's two runs stay one machine."""
-    from arraybench.machine.environment import fingerprint
+    from arraybench.machine.host import fingerprint
 
     small, large = results_of(sweep_records(), hostname="vm"), results_of(sweep_records(), hostname="vm")
     large.header = dataclasses.replace(large.header, environment=dataclasses.replace(large.environment,
@@ -236,7 +236,7 @@ def test_tiny_real_run_writes_the_whole_report_and_report_rebuilds_it(tmp_path, 
                  "plots/roofline-float32.svg", "crossovers.csv"):
         assert (run_dir / name).stat().st_size > 0, name
     assert "Crossovers" in stdout and "The answer at a glance" in stdout and "report.html" in stderr
-    assert load_results(run_dir).environment["peaks"]["method"] == "stated by ARRAYBENCH_PEAKS"
+    assert load_results(run_dir).environment.peaks.method == "stated by ARRAYBENCH_PEAKS"
     rebuilt = tmp_path / "rebuilt"
     code, stdout, _ = run_cli("report", str(run_dir / "results.jsonl"), "--output-dir", str(rebuilt))
     assert code == 0 and "numba·jit" in stdout

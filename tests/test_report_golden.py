@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from arraybench.cli import main
-from arraybench.output.exports import EXPORT_FORMATS
 from arraybench.report import write_all
+from arraybench.report.exports import EXPORT_FORMATS
 from arraybench.results import load_results
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"

@@ -65,7 +65,7 @@ def test_no_correct_case_gives_no_empty_answer_heading(tmp_path):
 def test_a_torn_results_file_says_how_many_of_the_planned_cases_it_holds(tmp_path):
     res = results_of([linreg(d, "numpy", "eager", 1e-3 * d) for d in (1, 2, 4)])
     path = tmp_path / "run" / "results.jsonl"
-    writer = ResultsWriter(path, {**res.header, "plan_size": 10})
+    writer = ResultsWriter(path, dataclasses.replace(res.header, plan_size=10))
     for r in res.records:
         writer.append(r)
     writer.close()

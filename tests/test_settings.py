@@ -150,7 +150,7 @@ def test_each_run_options_default_is_stated_once_in_run_settings():
     import inspect
 
     from arraybench import api
-    from arraybench.cli.run import DEFAULTS
+    from arraybench.planning.options import DEFAULTS
     from arraybench.planning.settings import RunSettings
 
     defaults = RunSettings()
@@ -161,3 +161,46 @@ def test_each_run_options_default_is_stated_once_in_run_settings():
     assert all(signature[n].default is None for n in ("dtype", "devices", "seed", "timeout", "refine"))
     signature = inspect.signature(run_settings).parameters
     assert all(signature[n].default is None for n in ("dtype", "devices", "seed", "timeout", "refine", "budget"))
+
+
+def test_each_run_option_is_declared_once_and_the_cli_the_api_and_the_settings_follow_the_table():
+    """planning/options.RUN_OPTIONS: every RunSettings field is made by an option of it; every option is a
+    flag of `arraybench run` and a keyword of `arraybench.run` (workloads and the workload file: its
+    positional workloads) and of `run_settings` (--env-var: within the EnvSpecs of `envs`), not given
+    alike in all (None; a flag False), which run_settings turns into RunSettings' own default."""
+    import inspect
+
+    from arraybench import api
+    from arraybench.cli.options import Parser
+    from arraybench.cli.run import add_arguments
+    from arraybench.planning.options import RUN_OPTIONS
+
+    fields = {f.name for f in dataclasses.fields(RunSettings)}
+    assert {o.field for o in RUN_OPTIONS} == fields
+    assert len({o.name for o in RUN_OPTIONS}) == len(RUN_OPTIONS)
+
+    parser = Parser(prog="arraybench run")
+    add_arguments(parser)
+    actions = {a.dest: a for a in parser._actions}  # noqa: SLF001
+    keywords = inspect.signature(api.run).parameters
+    builder = inspect.signature(run_settings).parameters
+    assert keywords["workloads"].kind is inspect.Parameter.VAR_POSITIONAL
+    assert {o.name for o in RUN_OPTIONS if not o.keyword} == {"workloads", "workload_file"}
+    for o in RUN_OPTIONS:
+        action = actions[o.name]
+        assert tuple(action.option_strings) == o.flags and action.help == o.help, o.name
+        assert action.default == o.default, o.name
+        assert action.choices == o.choices and action.metavar == o.metavar, o.name
+        if o.keyword:
+            assert keywords[o.name].kind is inspect.Parameter.KEYWORD_ONLY, o.name
+            assert keywords[o.name].default == o.default, o.name
+        if o.name != "env_vars":
+            assert o.name in builder, o.name
+    assert set(builder) == {o.name for o in RUN_OPTIONS} - {"env_vars"}
+
+    # Nothing given is RunSettings' own default (the sampling: the suite timer of a plain run).
+    given = run_settings(**{o.name: o.default for o in RUN_OPTIONS if o.name in builder})
+    defaults = RunSettings()
+    for name in fields - {"timer"}:
+        assert getattr(given, name) == getattr(defaults, name), name
+    assert given.timer == sampling(None, True, {})

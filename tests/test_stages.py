@@ -1,9 +1,8 @@
 """The layout as a rule: the stages' order in docs/architecture.md, and the runtime imports that follow it.
 
 A runtime import (anything outside `if TYPE_CHECKING:`, a function's own imports included) may run
-from a stage to its own or a lower one. The few that still run up are listed here by name; the list
-may only shrink: an import that runs up and is not listed fails, and so does a listed one that no
-longer exists. No module imports itself back through others (no cycle)."""
+from a stage to its own or a lower one, with no exception. No module imports itself back through others
+(no cycle)."""
 
 from __future__ import annotations
 
@@ -15,22 +14,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "arraybench"
 
-# Imports that still run up a stage (issue 42), importer -> imported. Remove a line when its import goes.
-KNOWN_UPWARD = {
-    "arraybench.backends.torch_backend -> arraybench.machine.usercache",
-    "arraybench.execution.more_rounds -> arraybench.comparison",
-    "arraybench.execution.session -> arraybench.store",
-    "arraybench.machine.probe -> arraybench.execution.parent",
-    "arraybench.machine.probe -> arraybench.measure.timing",
-    "arraybench.measure.peaks -> arraybench.execution.child",
-    "arraybench.output.exports -> arraybench.report.model",
-    "arraybench.output.notebook -> arraybench.report.table",
-    "arraybench.planning.settings -> arraybench.envs.spec",
-    "arraybench.results -> arraybench.output.notebook",
-    "arraybench.store -> arraybench.report.model",
-    "arraybench.store.history -> arraybench.report.table",
-    "arraybench.workloads -> arraybench.planning.userfile",
-}
 
 
 def stage_order() -> list[str]:
@@ -134,10 +117,9 @@ def test_every_stage_is_in_the_documented_order_once():
     assert present - {"__main__"} <= set(stages), f"stages missing from docs/architecture.md: {present - set(stages)}"
 
 
-def test_no_runtime_import_runs_up_a_stage_but_the_known_ones_and_those_only_shrink():
+def test_no_runtime_import_runs_up_a_stage():
     found = upward(runtime_imports(), stage_order())
-    assert not found - KNOWN_UPWARD, f"imports that run up a stage: {sorted(found - KNOWN_UPWARD)}"
-    assert not KNOWN_UPWARD - found, f"gone, so remove from KNOWN_UPWARD: {sorted(KNOWN_UPWARD - found)}"
+    assert not found, f"imports that run up a stage: {sorted(found)}"
 
 
 def test_no_import_cycle():

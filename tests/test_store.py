@@ -13,7 +13,7 @@ from test_compare import processes, record, results_file
 
 import arraybench
 from arraybench.core.case import Case
-from arraybench.machine.environment import fingerprint
+from arraybench.machine.host import fingerprint
 from arraybench.report.model import run_views
 from arraybench.results import Planned, ResultsWriter, load_results
 from arraybench.results.record import CaseRecord
@@ -48,11 +48,11 @@ def test_run_is_stored_with_every_record_and_raw_samples(stored_run):
     assert run.id == on_disk[0]["run_id"]
     assert run.backends == ("numba", "numpy") and run.cases == 2 and run.failed == 0
     assert run.machine == fingerprint(on_disk[0]["environment"])
-    assert stored.header == on_disk[0]
+    assert stored.header.to_json() == on_disk[0]
     # replicate lines serve --resume; a stored run reads as its file does (statistics recomputed)
     assert stored.records == load_results(results_file).records
     assert [r.samples_s for r in stored.records] == [tuple(r["samples_s"]) for r in on_disk[1:] if r["type"] == "case"]
-    assert all(len(r["samples_s"]) >= 3 for r in stored.records)
+    assert all(len(r.samples_s) >= 3 for r in stored.records)
 
 
 def stored_figures(st, rid):
@@ -142,7 +142,7 @@ def test_each_record_is_stored_as_it_lands_and_resume_fills_the_gap(tmp_path):
     # The run went on with --no-store for two more cases; resuming with the store adds them.
     write_results(tmp_path / "full.jsonl", "r1", 3)
     on_record = Recording(db, tmp_path / "full.jsonl", lambda r: None)
-    assert [r["id"] for r in Store(db).load("r1").records] == ["case0", "case1", "case2"]
+    assert [r.id for r in Store(db).load("r1").records] == ["case0", "case1", "case2"]
     # The resumed run retried a failed case: history counts it once, by its last record.
     on_record(replace(fake_record(1), status="error"))
     [run] = Store(db).runs()
@@ -164,7 +164,7 @@ def test_a_store_failing_mid_run_warns_and_the_run_goes_on(tmp_path, capsys):
     db.mkdir()  # the store is gone and cannot be opened again
     on_record(fake_record(0))
     on_record(fake_record(1))
-    assert [r["id"] for r in seen] == ["case0", "case1"]
+    assert [r.id for r in seen] == ["case0", "case1"]
     err = capsys.readouterr().err
     assert err.count("stopped storing run r1") == 1 and f"arraybench import {results}" in err
 
@@ -280,7 +280,7 @@ def test_two_runs_writing_one_store_at_once_both_land_completely(tmp_path):
         assert "warning" not in err, err
     with Store(db) as st:
         for rid in ("runA", "runB"):
-            assert [r["id"] for r in st.load(rid).records] == [f"{rid}-{i}" for i in range(n)]
+            assert [r.id for r in st.load(rid).records] == [f"{rid}-{i}" for i in range(n)]
 
 
 def old_store(tmp_path: Path, version: int) -> Path:
@@ -299,8 +299,8 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(tmp_path):
         res = st.load(run.id)
         statuses = st.conn.execute("SELECT DISTINCT status FROM cases").fetchall()
     assert statuses == [("ok",)]
-    assert {r["backend"] for r in res.records} == {"numba", "numpy"}
-    assert all(r["samples_s"] for r in res.records)
+    assert {r.backend for r in res.records} == {"numba", "numpy"}
+    assert all(r.samples_s for r in res.records)
 
 
 def test_a_version_3_store_gets_the_figures_of_its_runs(tmp_path):
@@ -396,12 +396,12 @@ def test_runs_on_reads_the_records_of_the_runs_kept_only(tmp_path):
                            ("20260103-000000-cccccc", "2.4.0")):
             st.add_results(load_results(results_file(tmp_path / f"{rid}.jsonl", recs, numpy=numpy)))
         machine = st.runs()[0].machine
-        older = lambda res: res.environment["versions"]["numpy"] == "2.4.0"  # noqa: E731
+        older = lambda res: res.environment.versions["numpy"] == "2.4.0"  # noqa: E731
         kept = st.runs_on(machine, {recs[1].id}, keep=older)
         [latest] = st.runs_on(machine, {recs[1].id}, keep=older, latest=1)
-    assert [r.header["run_id"] for r in kept] == ["20260101-000000-aaaaaa", "20260103-000000-cccccc"]
+    assert [r.header.run_id for r in kept] == ["20260101-000000-aaaaaa", "20260103-000000-cccccc"]
     assert [[rec.id for rec in r.records] for r in kept] == [[recs[1].id], [recs[1].id]]
-    assert latest.header["run_id"] == "20260103-000000-cccccc"
+    assert latest.header.run_id == "20260103-000000-cccccc"
 
 
 def test_answer_reads_the_runs_holding_the_latest_cases_and_counts_every_run(tmp_path, run_cli):

@@ -140,8 +140,8 @@ def test_machines_writing_runs_at_once_lose_nothing(pg, pg_server, tmp_path):
     with Store(pg) as st:
         assert [r.id for r in st.runs()] == rids
         for rid in rids:
-            assert [r["id"] for r in st.load(rid).records] == [f"{rid}-{i}" for i in range(n)]
-            assert st.runs_on(f"{rid} · None ×None · no GPU", [])[0].header["run_id"] == rid
+            assert [r.id for r in st.load(rid).records] == [f"{rid}-{i}" for i in range(n)]
+            assert st.runs_on(f"{rid} · None ×None · no GPU", [])[0].header.run_id == rid
 
 
 @needs_server
@@ -238,7 +238,7 @@ def test_a_run_whose_server_stops_mid_run_is_stored_in_part_until_imported(tmp_p
             code, _, err = run_cli("run", "--workloads", "linreg", "--backends", "numpy", "--modes", "eager",
                                    "--sizes", "2,3", "--threads", "1", "--output-dir", str(out), "--store", url, *TINY)
             monkeypatch.setattr(Store, "add_record", add_record)
-            rid = load_results(out).header["run_id"]
+            rid = load_results(out).header.run_id
             assert code == 0 and len(load_results(out).records) == 2
             assert err.count(f"stopped storing run {rid} in {url}: cannot connect") == 1
             assert "stored as run" not in err
@@ -352,7 +352,7 @@ def test_the_store_comes_from_the_environment_or_pyproject(pg, tmp_path, monkeyp
     code, _, err = run_cli("history", "--store", "none.db")
     assert code == 2 and "no results store at 'none.db'" in err
     # The Python API reads the same store a command would.
-    assert arraybench.load("latest").header["run_id"] == "20260101-000000-aaaaaa"
+    assert arraybench.load("latest").header.run_id == "20260101-000000-aaaaaa"
     assert arraybench.compare("latest", "latest").cases
 
 

@@ -1,5 +1,6 @@
 """rich on a terminal (colour, ETA), plain text in pipes and CI logs, NO_COLOR honoured."""
 
+import dataclasses
 import io
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from arraybench.execution.parent import Progress
 from arraybench.output import terminal
 from arraybench.report.table import text_table
+from arraybench.results.record import CaseRecord
 
 HEADER = ["backend·mode", "size 2"]
 ROWS = [["numpy·eager", "1.2 ms ±3%"], ["jax·jit", "WRONG (rel err 1.0e-01)"], ["torch·eager", "2 ms ±40% (noisy)"]]
@@ -51,10 +53,9 @@ def test_the_progress_bar_shows_count_eta_and_the_last_result(no_tty_env):
     out = io.StringIO()
     bar = terminal.progress(2, out)
     assert isinstance(bar, terminal.ProgressBar)
-    rec = {"id": "a", "workload": "linreg", "size": 2, "backend": "numpy", "mode": "eager", "status": "ok",
-           "median_s": 1e-3}
+    rec = CaseRecord(id="a", workload="linreg", size=2, backend="numpy", mode="eager", status="ok", median_s=1e-3)
     bar(rec)
-    bar({**rec, "id": "b", "backend": "jax", "status": "crashed", "median_s": None})
+    bar(dataclasses.replace(rec, id="b", backend="jax", status="crashed", median_s=None))
     text = out.getvalue()
     assert "2/2" in text and "ETA" in text and "linreg[2] jax·eager" in text and "CRASHED" in text
     assert bar.bar.finished and not bar.bar.live.is_started  # stopped itself at the last case
@@ -66,8 +67,8 @@ def test_the_progress_bar_counts_processes_and_names_the_device(no_tty_env):
     bar = terminal.progress(2, out)
     bar.processes = 3
     bar.resumed({"a": ["kept"]})  # a --resume reuses one process of case a
-    rec = {"id": "a", "workload": "linreg", "size": 2, "backend": "torch", "mode": "eager", "device": "cpu:2",
-           "status": "ok", "median_s": 1e-3}
+    rec = CaseRecord(id="a", workload="linreg", size=2, backend="torch", mode="eager", device="cpu:2", status="ok",
+                     median_s=1e-3)
     bar.replicate(rec, 1)
     bar.close()  # draws the last state
     text = out.getvalue()

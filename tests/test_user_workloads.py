@@ -34,7 +34,7 @@ def user_run(tmp_path_factory):
     results = ab.run(FIXTURES / "user_workloads.py", backends=backends, dtype="float64", threads=1,
                      min_time=0.01, max_time=0.2, min_samples=3, progress=False,
                      output_dir=tmp_path_factory.mktemp("user"))
-    return results, {(r["workload"], r["backend"], r["mode"]): r for r in results.latest().values()}
+    return results, {(r.workload, r.backend, r.mode): r for r in results.latest().values()}
 
 
 @pytest.mark.parametrize("name", ["heat", "pairwise"])
@@ -88,38 +88,38 @@ def test_what_a_framework_cannot_run_is_unsupported_with_the_reason(user_run, ke
     if key[1] not in INSTALLED:
         pytest.skip(f"{key[1]} is not installed")
     _, records = user_run
-    assert records[key]["status"] == "unsupported"
-    assert records[key]["error"].startswith(PITFALLS[key])
+    assert records[key].status == "unsupported"
+    assert records[key].error.startswith(PITFALLS[key])
 
 
 def test_everything_else_runs_on(user_run):
     _, records = user_run
     failed_on_purpose = set(PITFALLS) | {("assign", "tensorflow", "jit"), ("joined", "tensorflow", "jit"),
                                          ("transposed", "tensorflow", "eager"), ("doubled", "jax", "eager")}
-    rest = {k: r["status"] for k, r in records.items() if k not in failed_on_purpose and k[0] != "careless"}
+    rest = {k: r.status for k, r in records.items() if k not in failed_on_purpose and k[0] != "careless"}
     assert len(rest) >= 6 and set(rest.values()) == {"ok"}, rest
 
 
 def test_inputs_in_another_dtype_than_the_run_are_an_error_saying_so(user_run):
     _, records = user_run
     r = records[("careless", "numpy", "eager")]
-    assert r["status"] == "error"
-    assert "careless's input 0 is float32 in a float64 run; make it with .astype(dtype)" in r["error"]
+    assert r.status == "error"
+    assert "careless's input 0 is float32 in a float64 run; make it with .astype(dtype)" in r.error
 
 
 def test_an_override_replaces_only_its_own_backend_and_mode(user_run):
     _, records = user_run
     if "jax" not in INSTALLED:
         pytest.skip("jax is not installed")
-    assert records[("doubled", "jax", "eager")]["status"] == "wrong"  # the override is 3·x on purpose
-    assert records[("doubled", "jax", "jit")]["status"] == "ok"
+    assert records[("doubled", "jax", "eager")].status == "wrong"  # the override is 3·x on purpose
+    assert records[("doubled", "jax", "jit")].status == "ok"
 
 
 def test_the_default_reference_is_the_function_run_by_numpy_in_float64(user_run):
     _, records = user_run
     numpy = records[("saxpy", "numpy", "eager")]
-    assert numpy["status"] == "ok" and numpy["rel_err"] == 0.0 and numpy["tolerance"] == 1e-10
-    assert numpy["flops"] == 100.0
+    assert numpy.status == "ok" and numpy.rel_err == 0.0 and numpy.tolerance == 1e-10
+    assert numpy.flops == 100.0
 
 
 def test_results_become_a_dataframe(user_run):
@@ -169,7 +169,7 @@ def test_a_workload_defined_in_a_notebook_cell_is_refused_with_the_way_out():
 
 
 def test_an_edited_file_is_read_again(tmp_path):
-    from arraybench.planning.userfile import load_workload_file
+    from arraybench.workloads.userfile import load_workload_file
 
     bench = tmp_path / "bench.py"
     source = ("import arraybench as ab\n\n@ab.workload(params={{'n': 4}})\ndef {}(xp, x):\n    return x\n\n"

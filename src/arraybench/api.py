@@ -18,6 +18,7 @@ import numpy as np
 from arraybench.backends import BACKENDS, Backend, backend_class
 from arraybench.errors import UsageError, install_hint, require_linux
 from arraybench.measure import pitfalls
+from arraybench.planning.options import RUN_OPTIONS
 from arraybench.planning.settings import run_settings
 from arraybench.results import Results
 from arraybench.results.run_ids import run_id
@@ -260,7 +261,7 @@ def workload(
 
 def _resolve(workloads: Sequence[str | os.PathLike[str] | Workload]) -> tuple[list[str], str | None]:
     """Workload names and the one file that defines the user's, from what `run` was given."""
-    from arraybench.planning.userfile import load_workload_file
+    from arraybench.workloads.userfile import load_workload_file
 
     names: list[str] = []
     files: set[str] = set()
@@ -301,16 +302,27 @@ def run(
     min_samples: int | None = None,
     processes: int | None = None,
     refine: int | None = None,
+    memory_limit: int | None = None,
+    full_check: bool = False,
+    fixed_layout: bool = False,
+    envs: Sequence[str] | None = None,
+    env_vars: Sequence[str] | None = None,
+    budget: float | None = None,
+    cache_limit: int | None = None,
+    suite: str | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     store: str | os.PathLike[str] | Configured | None = Configured.STORE,
 ) -> Results:
     """Measure workloads as `arraybench run` does and return the results (`.to_dataframe()`).
 
-    Options mean what `arraybench run`'s do, with the same defaults: both build their settings
-    with `settings.run_settings`. With no workloads it runs the default suite, sampled as a plain
-    `arraybench run` samples it; `processes` is the fresh worker processes per case (default 3);
-    `refine` the rounds of measuring more sizes where the fastest backend·mode changes (default 4).
+    Each option of a run is a keyword of the same name as `arraybench run`'s (planning/options.py
+    declares them: `min_time` is `--min-time`, `envs` and `env_vars` are `--env` and `--env-var`, given
+    as lists of their texts; `memory_limit` and `cache_limit` are bytes), meaning what it means there
+    with the same default: both build their settings with `settings.run_settings`. With no workloads
+    it runs the default suite, sampled as a plain `arraybench run` samples it; `processes` is the fresh
+    worker processes per case (default 3); `refine` the rounds of measuring more sizes where the
+    fastest backend·mode changes (default 4).
     `workloads`: built-in names, a `.py` file (all its workloads) or workloads defined in
     one. The results file goes to `output_dir` (a new temporary directory by default, see
     `results.path`), where `arraybench report` and `compare` read it. The run is also added
@@ -319,22 +331,25 @@ def run(
     .arraybench/results.db; None for none), so `arraybench history` lists notebook runs too and
     `compare("latest", ...)` finds them.
     """
+    keywords = locals()  # first, so that it holds the keywords as given and nothing else
+    from arraybench.envs.spec import run_envs
     from arraybench.execution import session
     from arraybench.output import terminal
+    from arraybench.store.keeping import StoreKeeper
 
     require_linux()
     names, source = _resolve(workloads)
-    settings = run_settings(workloads=names, backends=backends, modes=modes, sizes=sizes, params=params,
-                            dtype=dtype, threads=threads, devices=devices, seed=seed, timeout=timeout,
-                            min_time=min_time, max_time=max_time, min_samples=min_samples,
-                            processes=processes, workload_file=source, refine=refine)
+    given = {option.name: keywords[option.name] for option in RUN_OPTIONS if option.keyword}
+    specs = run_envs(given.pop("envs"), given.pop("env_vars"))
+    settings = run_settings(workloads=names, workload_file=source, envs=specs, **given)
     out_dir = Path(output_dir) if output_dir is not None else Path(tempfile.mkdtemp(prefix="arraybench-"))
     if isinstance(store, Configured):
         store = default_store()
+    keeper = None if store is None else StoreKeeper(store, _warn_if_partial)
     if not progress:
-        return session.execute(settings, out_dir, store=store, on_stored=_warn_if_partial)
+        return session.execute(settings, out_dir, keeper=keeper)
     with terminal.progress_display() as on_start:
-        return session.execute(settings, out_dir, on_start=on_start, store=store, on_stored=_warn_if_partial)
+        return session.execute(settings, out_dir, on_start=on_start, keeper=keeper)
 
 
 def _warn_if_partial(stored: StoredRun) -> None:

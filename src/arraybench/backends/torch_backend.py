@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from arraybench.backends.base import Backend, Unavailable, to_host_tree
+from arraybench.core.usercache import setup_dir
 from arraybench.errors import install_hint
-from arraybench.machine.usercache import setup_dir
 
 # The command rank 0 broadcasts to its peers (execution/torch_peer.py), one int32 each: run the
 # built function once more on your inputs; read a message (broadcast_object_list) next; exit;

@@ -22,7 +22,6 @@ from arraybench.comparison import (
     render_as,
 )
 from arraybench.errors import UsageError
-from arraybench.machine import environment
 from arraybench.output.terminal import table_renderer
 from arraybench.results import Results
 from arraybench.results.run_ids import run_id
@@ -100,7 +99,7 @@ def earlier_runs(store: str, sides: list[Results]) -> list[Results]:
     try:
         with Store(store, create=False) as st:
             compared = {r.id for res in sides for r in res.records}
-            return st.runs_on(environment.fingerprint(sides[0].environment), compared,
+            return st.runs_on(sides[0].environment.fingerprint, compared,
                               keep=counts_as_history(*sides), latest=MAX_EARLIER_RUNS)
     except (UsageError, OSError, sqlite3.Error) as e:
         print(f"arraybench: warning: no earlier runs from the store ({e}); compared without them", file=sys.stderr)

@@ -9,14 +9,14 @@ from arraybench import comparison
 from arraybench.backends import BACKENDS
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.options import add_format_option
-from arraybench.machine import environment
+from arraybench.execution.probe import probe
+from arraybench.machine import host
 from arraybench.machine.device_survey import counts as survey_counts
 from arraybench.machine.device_survey import devices_text
-from arraybench.machine.probe import probe
 from arraybench.output import formats
 from arraybench.planning.settings import default_threads
-from arraybench.planning.userfile import load_workload_file
 from arraybench.workloads import WORKLOADS
+from arraybench.workloads.userfile import load_workload_file
 
 
 def add_parsers(sub: Any) -> None:
@@ -115,7 +115,7 @@ def print_list(workloads: list[dict[str, Any]], backends: list[dict[str, Any]]) 
 
 def cmd_env(args: argparse.Namespace) -> int:
     threads = args.threads or default_threads()
-    env = environment.collect()
+    env = host.collect()
     env["backends"] = probe(threads=threads, survey=True)
     if args.format == "json":
         print(formats.json_text(env), end="")
@@ -134,7 +134,7 @@ SETTINGS_SHOWN = ("x64", "tf32", "matmul_precision", "float32_matmul_precision",
 
 def print_env(env: dict[str, Any], threads: int) -> None:
     freq = env["cpu_frequency"]
-    print(f"machine   {environment.fingerprint(env)}")
+    print(f"machine   {host.fingerprint(env)}")
     print(f"cpu       {env['cpu_model']}; {env['cpu_logical']} logical, {env['cpu_physical']} physical, "
           f"{env['cpu_affinity']} usable")
     print(f"clock     {freq['current_mhz'] or '?'} MHz now "

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from arraybench import units
 from arraybench.errors import UsageError
 from arraybench.output.formats import FORMATS
+from arraybench.planning.options import ArgumentType, Option
 
 
 class Parser(argparse.ArgumentParser):
@@ -58,3 +60,29 @@ def memory_size(text: str) -> int:
 def add_format_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS, default="text",
                    help="text for people (default), markdown, json or csv for tools")
+
+
+# What argparse makes of each argument type of a run option (planning/options.py): a type that reads
+# the text, or an action.
+ARGUMENT_TYPES: dict[ArgumentType, dict[str, Any]] = {
+    "text": {},
+    "list": {},  # Option.from_text splits it
+    "params": {},  # Option.from_text reads it
+    "int": {"type": int},
+    "float": {"type": float},
+    "positive_int": {"type": positive_int},
+    "positive_float": {"type": positive_float},
+    "memory_size": {"type": memory_size},
+    "flag": {"action": "store_true"},
+    "repeated": {"action": "append"},
+}
+
+
+def add_option(p: argparse.ArgumentParser, option: Option) -> None:
+    """A run option (planning/options.RUN_OPTIONS) as an argument of `p`."""
+    extra: dict[str, Any] = dict(ARGUMENT_TYPES[option.type])
+    if option.metavar is not None:
+        extra["metavar"] = option.metavar
+    if option.choices is not None:
+        extra["choices"] = option.choices
+    p.add_argument(*option.flags, dest=option.name, help=option.help, **extra)

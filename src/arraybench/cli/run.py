@@ -19,29 +19,23 @@ from arraybench.cli.exits import (
     Terminated,
     sigterm_as_interrupt,
 )
-from arraybench.cli.options import Parser, memory_size, positive_float, positive_int
+from arraybench.cli.options import Parser, add_option
 from arraybench.cli.store import STORE_ENV, apply_store_environment
+from arraybench.envs.spec import run_envs
 from arraybench.errors import UsageError
 from arraybench.execution import session
 from arraybench.execution.cluster import ClusterRunner, ClusterTarget, local_threads
 from arraybench.execution.parent import MakeRunner, Runner
 from arraybench.measure.casecache import usage
 from arraybench.output import terminal
-from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
-from arraybench.planning.settings import (
-    RunSettings,
-    default_threads,
-    parse_list,
-    parse_params,
-    run_settings,
-    sampling,
-)
-from arraybench.planning.suites import SUITES
+from arraybench.planning.options import RUN_OPTIONS
+from arraybench.planning.settings import RunSettings, default_threads, run_settings
 from arraybench.report import publish
 from arraybench.results import load_results
 from arraybench.results.record import FAILED
 from arraybench.results.run_ids import new_run_id
 from arraybench.store import DEFAULT_PATH, StoredRun
+from arraybench.store.keeping import StoreKeeper
 from arraybench.units import format_size
 
 # A run without --output-dir writes into RESULTS_ROOT/<run id>; RESULTS_ROOT/latest points at it.
@@ -49,81 +43,32 @@ RESULTS_ROOT = Path("benchmark_results")
 LATEST = "latest"
 
 
-def sampling_default(name: str, unit: str = "") -> str:
-    """The default of the timer option `name` in each kind of run, read from `settings.sampling`
-    (what a run really uses), so the help cannot drift from the code."""
-    plain, quick, chosen = (getattr(sampling(suite, default, {}), name)
-                            for suite, default in ((None, True), ("quick", False), (None, False)))
-    if plain == chosen:
-        return f"default {quick:g}{unit} with --quick, {plain:g}{unit} otherwise"
-    return (f"default {plain:g}{unit} in a plain run or a suite, {quick:g}{unit} with --quick, "
-            f"{chosen:g}{unit} with --workloads or --workload-file")
-
-
-# Each option's default is RunSettings' own: the help shows it, run_settings applies it to a None.
-DEFAULTS = RunSettings()
-
-
 def add_arguments(run: argparse.ArgumentParser) -> None:
-    """Every option of `arraybench run`; `[tool.arraybench]` may set any but --resume."""
-    run.add_argument("--workloads", help="comma-separated workload names (default: every built-in "
-                                         "workload, or every one --workload-file defines)")
-    run.add_argument("--backends", help="comma-separated backends (default: all)")
-    run.add_argument("--modes", help="eager,jit,fd (default: all)")
-    run.add_argument("--sizes", help="preset names and/or values of each workload's size parameter "
-                                     "(default: each workload's default presets); or fit:BYTES (e.g. fit:16G): "
-                                     "find each backend·mode's largest size whose memory fits (docs/memory.md)")
-    run.add_argument("--params", help="override workload parameters, e.g. n=1000,iters=10")
-    run.add_argument("--dtype", help=f"float32 or float64 (default {DEFAULTS.dtype}; the seeds suite sets its own)")
-    run.add_argument("--threads", type=int, help=f"threads for every backend (default: the {default_threads()} "
-                                                 "usable cores; with --cluster local:N, cores/N)")
-    run.add_argument("--devices",
-                     help="comma-separated devices, each KIND (one device), KIND:N (the first N), KIND:all or "
-                          "KIND:I,J,... (those ids); KIND is the framework's name: cpu, gpu (or cuda), tpu, ... "
-                          "e.g. cpu,cpu:2,cpu:4 measures the multi-device workloads' scaling over 1, 2 and 4 "
-                          f"forced host devices (docs/multi-device.md; default {','.join(DEFAULTS.devices)})")
-    run.add_argument("--seed", type=int, help=f"seed for inputs and case order (default {DEFAULTS.seed})")
-    run.add_argument("--timeout", type=positive_float, help=f"seconds per case (default {DEFAULTS.timeout:g})")
-    run.add_argument("--min-time", type=positive_float, help="seconds of sampling in each process of a case "
-                                                             f"({sampling_default('min_time', ' s')})")
-    run.add_argument("--max-time", type=positive_float, help="cap on sampling in each process of a case "
-                                                             f"({sampling_default('max_time', ' s')})")
-    run.add_argument("--min-samples", type=positive_int, help="samples in each process of a case at least "
-                                                              f"({sampling_default('min_samples')})")
-    run.add_argument("--processes", type=positive_int, help="fresh worker processes each case is measured in "
-                                                            f"({sampling_default('processes')}); a case placed by "
-                                                            "its first two (far behind the fastest at its size) "
-                                                            "stops there, an open one goes on within --budget")
-    run.add_argument("--refine", type=int, metavar="ROUNDS",
-                     help="rounds of measuring more sizes where the fastest backend·mode changes between "
-                          f"planned sizes, until each such crossover is bracketed ≤2× (default {REFINE_ROUNDS}; "
-                          "0: none)")
+    """Every option of `arraybench run`; `[tool.arraybench]` may set any but --resume.
+
+    The run's options (planning/options.RUN_OPTIONS), and the command line's own beside them: where the
+    run's files go, the store it is added to, --quick, and where its cases run (--cluster, --on), each
+    where --help has always listed it."""
+    for option in RUN_OPTIONS:
+        if option.name == "workload_file":
+            add_output_arguments(run)
+        elif option.name == "suite":
+            add_store_arguments(run)
+        add_option(run, option)
+    run.add_argument("--cluster", metavar="ADDRESS",
+                     help="run the cases on Dask workers: tcp://HOST:8786, or local:N for N local workers")
+    run.add_argument("--on", metavar="WORKERS",
+                     help="with --cluster: only these Dask workers (names, hosts or addresses, comma-separated)")
+
+
+def add_output_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--output-dir", help=f"where results and report go (default: {RESULTS_ROOT}/RUN_ID, "
                                           f"and {RESULTS_ROOT}/{LATEST} points at it)")
     run.add_argument("--resume", metavar="DIR", help="finish an interrupted run in DIR (or a run id in "
                                                      f"{RESULTS_ROOT}/)")
-    run.add_argument("--workload-file", help="a Python file defining your own workloads")
-    run.add_argument("--memory-limit", type=memory_size, help="cap each worker's memory, e.g. 2G")
-    run.add_argument("--full-check", action="store_true",
-                     help="check every output element against the float64 reference, even where a cheaper "
-                          "check applies (matmul from n = 512: Freivalds' test, O(n²) instead of O(n³))")
-    run.add_argument("--fixed-layout", action="store_true",
-                     help="one memory layout for every process: no random input offsets or heap and environment "
-                          "pads (the intervals then leave out what layout moves; the report says so)")
-    run.add_argument("--env", action="append", metavar="NAME:SPEC", dest="envs",
-                     help="measure the plan in this Python environment too, interleaved with the others in "
-                          "the same rounds (repeat it): NAME:REQUIREMENTS built with uv and cached (old:jax==0.9.2, "
-                          "np23:'numpy==2.3.5 numba'), NAME:@PYTHON an interpreter, NAME: this one; then "
-                          "`compare RUN@OLD RUN@NEW` (docs/environments.md)")
-    run.add_argument("--env-var", action="append", metavar="NAME:VAR=VALUE", dest="env_vars",
-                     help="set VAR for environment NAME's workers only (repeat it)")
-    run.add_argument("--budget", type=float, metavar="SECONDS",
-                     help="seconds of rounds beyond --processes for the cases still undecided (which "
-                          "backend·mode is fastest at a size, or between --env environments); default: 0.6 times "
-                          "the first two rounds' time, 4.5 times with several --env")
-    run.add_argument("--cache-limit", type=memory_size,
-                     help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ "
-                          "until it completes (default 2G)")
+
+
+def add_store_arguments(run: argparse.ArgumentParser) -> None:
     store = run.add_mutually_exclusive_group()
     store.add_argument("--store", metavar="PATH_OR_URL",
                        help=f"results store to add this run to: a SQLite file or a postgresql:// URL (default "
@@ -131,14 +76,6 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     store.add_argument("--no-store", action="store_true", help="do not add this run to a results store")
     run.add_argument("--quick", action="store_true",
                      help="every workload's small preset with short sampling (a smoke test of the machine)")
-    run.add_argument("--suite", "--preset", dest="suite", choices=sorted(SUITES), metavar="SUITE",
-                     help="a named suite: 'seeds' is every configuration of the four source documents, "
-                          "'quick' the same as --quick, 'vmap' the loop, vmap and hand-batched forms of the "
-                          "vmap families over their batch sweep (--preset is the old name)")
-    run.add_argument("--cluster", metavar="ADDRESS",
-                     help="run the cases on Dask workers: tcp://HOST:8786, or local:N for N local workers")
-    run.add_argument("--on", metavar="WORKERS",
-                     help="with --cluster: only these Dask workers (names, hosts or addresses, comma-separated)")
 
 
 def add_parser(sub: Any) -> None:
@@ -149,37 +86,17 @@ def add_parser(sub: Any) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> RunSettings:
-    """The run's settings from its options, through the one builder the Python API uses too."""
-    params = parse_params(args.params)
-    threads = args.threads if args.threads is not None else local_threads(args.cluster)
+    """The run's settings from its options, through the one builder the Python API uses too; its
+    environments read once, here (envs.spec.run_envs)."""
+    given = {option.name: option.from_text(getattr(args, option.name)) for option in RUN_OPTIONS}
+    if args.threads is None:
+        given["threads"] = local_threads(args.cluster)
     if args.quick and args.suite not in (None, "quick"):
         raise UsageError(f"--quick and --suite {args.suite} are two suites; choose one")
-    return run_settings(
-        workloads=parse_list(args.workloads),
-        backends=parse_list(args.backends),
-        modes=parse_list(args.modes),
-        sizes=parse_list(args.sizes),
-        params=params,
-        dtype=args.dtype,
-        threads=threads,
-        devices=parse_list(args.devices),
-        seed=args.seed,
-        timeout=args.timeout,
-        min_time=args.min_time,
-        max_time=args.max_time,
-        min_samples=args.min_samples,
-        processes=args.processes,
-        workload_file=args.workload_file,
-        memory_limit=args.memory_limit,
-        suite="quick" if args.quick else args.suite,
-        refine=args.refine,
-        full_check=args.full_check,
-        cache_limit=args.cache_limit,
-        fixed_layout=args.fixed_layout,
-        envs=args.envs,
-        env_vars=args.env_vars,
-        budget=args.budget,
-    )
+    if args.quick:
+        given["suite"] = "quick"
+    envs = run_envs(given.pop("envs"), given.pop("env_vars"))
+    return run_settings(**given, envs=envs)
 
 
 def runner_from_args(args: argparse.Namespace) -> MakeRunner:
@@ -212,6 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = None if args.resume else settings_from_args(args)
     store = store_path(args)
     stored: list[StoredRun] = []  # how much of the run its store holds, told at the run's end
+    keeper = None if store is None else StoreKeeper(store, stored.append)
 
     try:
         with sigterm_as_interrupt(), terminal.progress_display() as show_progress:
@@ -223,8 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 return show_progress(n)
 
             results = session.execute(settings, out_dir, resume=bool(args.resume), on_start=on_start,
-                                      store=store, make_runner=runner_from_args(args), run_id=rid,
-                                      on_stored=stored.append)
+                                      keeper=keeper, make_runner=runner_from_args(args), run_id=rid)
     except KeyboardInterrupt as e:
         what = "terminated" if isinstance(e, Terminated) else "interrupted"
         left = usage(session.cache_dir(out_dir))
@@ -240,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     publish([results], out_dir, terminal.table_renderer(sys.stdout))
     for s in stored:
         print(s if s.complete else f"arraybench: warning: {s}", file=sys.stderr)
-    failed = [r for r in records if r["status"] in FAILED]
+    failed = [r for r in records if r.status in FAILED]
     if failed:
         print(f"\n{len(failed)} case(s) failed (wrong, error, timeout or crashed); see the notes above",
               file=sys.stderr)

@@ -11,14 +11,14 @@ from typing import Any
 
 from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION
 from arraybench.cli.options import add_format_option
-from arraybench.envs.spec import described
 from arraybench.errors import UsageError
-from arraybench.output import exports, formats, terminal
-from arraybench.report import environments
+from arraybench.output import formats, terminal
+from arraybench.report import environments, exports
 from arraybench.report.model import run_views
 from arraybench.report.table import render_markdown, tables
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, being_written, flat_record, load_results
+from arraybench.results.display import described
 from arraybench.results.run_ids import run_id
 from arraybench.store import STORE_ENV, RunSummary, Store, default_store, load
 from arraybench.store.history import MEMORY, TIME, Change, changes

@@ -12,7 +12,6 @@ Benjamini–Hochberg) and stats/between_runs.py (the spread between runs of one 
 from arraybench.comparison.cases import (
     compare,
     compare_cases,
-    paired_prior_of,
     spelled,
     verdict_note,
     with_memory,
@@ -50,6 +49,7 @@ from arraybench.comparison.outcome import (
     summary,
 )
 from arraybench.comparison.rendering import case_rows, headline, render_as
+from arraybench.results.reading import paired_prior_of
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, log_point, run_spread
 from arraybench.stats.two_sample import (
     DEFAULT_THRESHOLD,

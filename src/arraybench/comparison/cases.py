@@ -17,12 +17,11 @@ from arraybench.comparison.matching import (
 )
 from arraybench.comparison.outcome import BROKEN, MIN_SPREAD_DF, NOT_COMPARED, CaseComparison, Comparison
 from arraybench.results import Results, measured
-from arraybench.results.reading import Reading, process_rounds
+from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import power
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, run_spread
 from arraybench.stats.measurement import FEW_SAMPLES
-from arraybench.stats.paired import all_differences, paired_prior
 from arraybench.stats.pooling import VariancePrior
 from arraybench.stats.two_sample import (
     DEFAULT_THRESHOLD,
@@ -33,14 +32,6 @@ from arraybench.stats.two_sample import (
     scipy_stats,
 )
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SLOWER
-
-
-def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]], reading: Reading | None = None) -> VariancePrior:
-    """What the compared cases of two environments say about the variance of one round's difference
-    (each process read as `reading`, the run's, reads it: its spells set aside)."""
-    reading = reading or Reading()
-    return paired_prior(all_differences(reading.rounds(base), reading.rounds(new)) for base, new in pairs
-                        if base.status == new.status == "ok" and base.samples_s and new.samples_s)
 
 
 def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,

@@ -12,7 +12,7 @@ from typing import Any
 
 from arraybench.core.case import label
 from arraybench.errors import UsageError
-from arraybench.machine import environment, packages
+from arraybench.machine import host, packages
 from arraybench.results import Results
 from arraybench.results.record import CaseRecord
 from arraybench.results.run_ids import run_id
@@ -35,8 +35,7 @@ def different_settings(a: Results, b: Results) -> list[str]:
 
 def like_for_like(a: Results, b: Results) -> bool:
     """Same machine and the same COMPARABLE_SETTINGS: runs whose spread is one machine's."""
-    return (environment.fingerprint(a.environment) == environment.fingerprint(b.environment)
-            and not different_settings(a, b))
+    return a.environment.fingerprint == b.environment.fingerprint and not different_settings(a, b)
 
 
 def counts_as_history(base: Results, new: Results) -> Callable[[Results], bool]:
@@ -149,21 +148,21 @@ def environment_differences(base: Results, new: Results) -> list[str]:
 
     Facts, not measurements: what the environment and the workers measured (environment.MEASURED,
     MEASURED_INFO) differs between any two runs; a list differs only in its elements, not their
-    order; an environment variable counts only where it changes results (environment.settings_env,
+    order; an environment variable counts only where it changes results (host.settings_env,
     which also drops the others that files written before it recorded)."""
 
     infos = backend_infos(base), backend_infos(new)
     ran_in_both = infos[0].keys() & infos[1].keys()
 
     def facts(res: Results, info: dict[str, Any]) -> dict[str, str]:
-        env = environment.setup(res.environment)
+        env = host.setup(res.environment.to_json())
         if "env" in env:
-            env["env"] = environment.settings_env(env["env"])
+            env["env"] = host.settings_env(env["env"])
+        settings = res.settings.to_json()  # those the file holds
         return {
             "arraybench": str(res.header.arraybench_version),
             **flatten(unordered(env)),
-            **flatten(unordered({k: getattr(res.settings, k) for k in COMPARABLE_SETTINGS if k in res.settings}),
-                      "settings"),
+            **flatten(unordered({k: settings[k] for k in COMPARABLE_SETTINGS if k in settings}), "settings"),
             **flatten(unordered({b: info[b] for b in ran_in_both}), "backend_info"),
         }
 

@@ -10,7 +10,7 @@ from typing import Any
 from arraybench.comparison import memory
 from arraybench.comparison.matching import different_settings, package_sides
 from arraybench.comparison.outcome import Comparison, render
-from arraybench.machine import environment, packages
+from arraybench.machine import packages
 from arraybench.output import formats
 from arraybench.results import Results
 from arraybench.results.run_ids import run_id
@@ -23,7 +23,7 @@ def headline(base: Results, new: Results) -> str | None:
         differ = packages.changed(*installed)
         return f"The two environments differ in {packages.named(differ)}:" if differ else None
     what = []
-    if environment.fingerprint(base.environment) != environment.fingerprint(new.environment):
+    if base.environment.fingerprint != new.environment.fingerprint:
         what.append("on different machines")
     if base.environment.versions != new.environment.versions:
         what.append("with different framework versions")

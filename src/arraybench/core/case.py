@@ -4,7 +4,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # "fd" (finite differences) is a method, not a compiler; a workload implements the modes it
 # can and the plan skips the rest.
@@ -87,7 +87,17 @@ def rivals(c: "Case | Any") -> tuple[Any, ...]:
     return (c.workload, c.source, params, c.dtype, c.threads)
 
 
-def label(r: "Case | Mapping[str, Any]", *, device: bool = False, machine: bool = False) -> str:
+class Configured(Protocol):
+    """Whatever names a case's configuration: a Case, a record of one (results.record.CaseRecord)."""
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...
+
+
+def label(r: "Configured | Mapping[str, Any]", *, device: bool = False, machine: bool = False) -> str:
     """How every output names a case's configuration, the one place it is spelled: backend·mode,
     then ·device and ` @machine` where the caller's cases differ in them, and ` [env]` for a case of
     one of several Python environments (`--env`), which no output may merge with another's."""

@@ -22,11 +22,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from arraybench.backends.base import OWN_VARIABLES
+from arraybench.core.env_spec import EnvSpec
+from arraybench.core.usercache import user_cache_dir
 from arraybench.envs.sources import Pinned
-from arraybench.envs.spec import EnvSpec
 from arraybench.errors import BUILT_MARK, UsageError
 from arraybench.machine import gpu
-from arraybench.machine.usercache import user_cache_dir
 from arraybench.version import __version__
 
 Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
@@ -61,7 +61,7 @@ class Recipe:
 
 
 def cache_dir() -> Path:
-    """Where built environments are kept: envs/ of the user's arraybench cache (machine/usercache.py)."""
+    """Where built environments are kept: envs/ of the user's arraybench cache (core/usercache.py)."""
     return user_cache_dir() / "envs"
 
 

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from arraybench.core.env_spec import EnvSpec
 from arraybench.envs.build import Progress, copies_dir, own_packages_env, python_for
 from arraybench.envs.sources import Pinned, content_hash, pin_all
-from arraybench.envs.spec import EnvSpec
 from arraybench.errors import UsageError
-from arraybench.machine import environment
+from arraybench.machine import host
 from arraybench.machine.packages import Package, installed
 
-# environment.versions() and packages.installed() run by the other interpreter: the same reading of the
+# host.versions() and packages.installed() run by the other interpreter: the same reading of the
 # same distributions.
-PROBE = ("import json; from arraybench.machine.environment import versions; "
+PROBE = ("import json; from arraybench.machine.host import versions; "
          "from arraybench.machine.packages import installed; "
          "print(json.dumps({'versions': versions(), 'packages': installed()}))")
 
@@ -100,7 +100,7 @@ def prepare(specs: Sequence[EnvSpec], progress: Progress) -> dict[str, PreparedE
         python = python_for(spec, pins, progress)
         found: dict[str, Any]
         if spec.kind == "current":
-            found = {"versions": environment.versions(), "packages": installed()}
+            found = {"versions": host.versions(), "packages": installed()}
         else:
             found = interpreter_probe(python)
         out[spec.name] = PreparedEnv(spec.name, python, found["versions"], dict(spec.env_vars),

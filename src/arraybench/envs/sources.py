@@ -19,7 +19,8 @@ from urllib.parse import unquote, urlsplit
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from arraybench.envs.spec import PROJECT_FILES, EnvRequirement
+from arraybench.core.env_spec import EnvRequirement
+from arraybench.envs.spec import PROJECT_FILES
 from arraybench.errors import UsageError
 
 COMMIT = re.compile(r"[0-9a-f]{40}")

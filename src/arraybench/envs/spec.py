@@ -1,4 +1,5 @@
-"""`--env NAME:SPEC` and `--env-var NAME:VAR=VALUE`: what each environment of a run is, checked as it is read."""
+"""`--env NAME:SPEC` and `--env-var NAME:VAR=VALUE` read into what each environment of a run is (an
+`EnvSpec`, core/env_spec.py), checked as they are read; `run_envs` is where a run reads them."""
 
 from __future__ import annotations
 
@@ -6,23 +7,17 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from arraybench import errors
+from arraybench.core.env_spec import EnvRequirement, EnvSpec
 from arraybench.errors import UsageError
-from arraybench.results.header import PythonEnvironment
 
-EnvKind = Literal["requirements", "interpreter", "current"]
-# Where a requirement comes from: a package index (a PEP 508 line), an archive's URL, a git repository at
-# a ref (a git URL), a commit of a local repository (git:REF), a local project or archive, or a project
-# installed editable (-e PATH).
-Origin = Literal["index", "url", "git", "commit", "path", "editable"]
 # pyproject.toml's requires-python (a test ties the two): an older interpreter cannot run a worker.
 MIN_PYTHON = (3, 11)
 # A name labels tables and plots and is followed by ':' in --env-var: no ':', no spaces, no quoting.
@@ -38,46 +33,14 @@ ARCHIVES = (".whl", ".tar.gz", ".zip")
 TAKES = "requirements, local paths, git URLs, git:REF, -e PATH and -r FILE"
 
 
-@dataclass(frozen=True)
-class EnvRequirement:
-    """One thing an environment installs, read as pip reads it, with where it comes from."""
-
-    text: str  # as written (on the command line or a requirements file's line), for messages
-    origin: Origin
-    # index, url: the PEP 508 line; git: the repository's URL (no git+, ref or fragment); commit: the
-    # directory whose repository's commit is built; path, editable: the absolute path.
-    target: str
-    ref: str = ""  # git, commit: the ref as written; "" for a git URL without one (its default branch)
-    name: str = ""  # git: the distribution (with extras) where the line names it: `mykern @ git+…`
-    fragment: str = ""  # git: what follows '#' (`subdirectory=python`), passed on to uv
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    """One `--env`: requirements to build an environment from, an existing interpreter, or this one."""
-
-    name: str
-    kind: EnvKind
-    requirements: tuple[EnvRequirement, ...] = ()
-    python: Path | None = None  # the interpreter of kind "interpreter"
-    env_vars: tuple[tuple[str, str], ...] = ()  # (VAR, VALUE) for this environment's workers only
-    text: str = ""  # kind "requirements": SPEC as written after NAME:
-
-    def describe(self) -> str:
-        """What the user wrote after NAME:, for messages and progress."""
-        if self.kind == "requirements":
-            return self.text
-        return f"@{self.python}" if self.kind == "interpreter" else "(this interpreter)"
-
-
-def described(envs: Mapping[str, PythonEnvironment]) -> str:
-    """The run's environments (its header's) in one line, each with what it was made from: "old:
-    jax==0.9.2; new: jax==0.10.2 with XLA_FLAGS=…"; '' for a run in one environment."""
-    def one(name: str, info: PythonEnvironment) -> str:
-        variables = " ".join(f"{k}={v}" for k, v in sorted(info.variables.items()))
-        return f"{name}: {info.spec or '?'}" + (f" with {variables}" if variables else "")
-
-    return "; ".join(one(name, info) for name, info in envs.items())
+def run_envs(envs: Sequence[str] | None, env_vars: Sequence[str] | None) -> tuple[EnvSpec, ...]:
+    """A run's `--env` and `--env-var` options as the specs every later stage takes: the one place they are
+    read, where a run is given them (the CLI, `arraybench.run`, a resumed run's header). None given: none."""
+    if not envs:
+        if env_vars:
+            raise UsageError("--env-var sets a variable for one --env; give the --env it names")
+        return ()
+    return tuple(parse_envs(envs, env_vars or ()))
 
 
 def parse_envs(envs: Sequence[str], env_vars: Sequence[str] = ()) -> list[EnvSpec]:
@@ -105,10 +68,11 @@ def parse_env(arg: str) -> EnvSpec:
                          f"or digit; {name!r} is not")
     text = " ".join(text.split())
     if not text:
-        return EnvSpec(name, "current")
+        return EnvSpec(name, "current", written=arg)
     if text.startswith("@"):
-        return EnvSpec(name, "interpreter", python=interpreter(name, text[1:].strip()))
-    return EnvSpec(name, "requirements", requirements=requirements(name, text, Path.cwd()), text=text)
+        return EnvSpec(name, "interpreter", python=interpreter(name, text[1:].strip()), written=arg)
+    return EnvSpec(name, "requirements", requirements=requirements(name, text, Path.cwd()), text=text,
+                   written=arg)
 
 
 def requirements(name: str, text: str, base: Path, where: str = "",

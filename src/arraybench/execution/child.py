@@ -36,7 +36,7 @@ from arraybench.execution.protocol import (
 from arraybench.measure import allocator
 from arraybench.measure.allocator import STEADY_MMAP_THRESHOLD, STEADY_TRIM_THRESHOLD
 from arraybench.measure.compilecache import backend_dir, compile_cache_env, compile_dir
-from arraybench.measure.limits import apply_memory_limit
+from arraybench.measure.limits import apply_memory_limit, pin_threads
 from arraybench.measure.timing import Turn
 from arraybench.units import format_size
 
@@ -64,13 +64,6 @@ def steady_allocator() -> str:
         return "left as is: glibc refused mallopt"
     return (f"glibc mallopt M_MMAP_THRESHOLD={STEADY_MMAP_THRESHOLD} "
             f"M_TRIM_THRESHOLD={STEADY_TRIM_THRESHOLD}")
-
-
-def pin_threads(threads: int) -> None:
-    """Restrict the process to `threads` CPUs: the one limit every framework's pools obey."""
-    allowed = sorted(os.sched_getaffinity(0))
-    if threads < len(allowed):
-        os.sched_setaffinity(0, allowed[:threads])
 
 
 def die_with_parent(parent: int | None) -> None:

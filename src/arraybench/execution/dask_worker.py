@@ -16,7 +16,7 @@ from distributed import WorkerPlugin, get_worker
 
 from arraybench.core.case import Case
 from arraybench.execution.parent import RunConfig, WorkerPool
-from arraybench.machine import environment
+from arraybench.machine import host
 from arraybench.measure import peaks
 from arraybench.version import __version__
 
@@ -56,7 +56,7 @@ class CasePool(WorkerPlugin):
         """This machine's environment, with its peaks where asked: measured once, in a task thread,
         because the peaks take seconds that the worker's event loop must not block for."""
         if self.environment is None:
-            env = {**environment.collect(), "arraybench_version": __version__}
+            env = {**host.collect(), "arraybench_version": __version__}
             if self.peaks_threads:
                 env["peaks"] = peaks.measure(self.peaks_threads)
             self.environment = env

@@ -25,10 +25,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Protocol
 
-from arraybench.comparison import paired_prior_of
 from arraybench.core.case import Case, base_id, rivals
 from arraybench.results import Results, ResultsWriter, load_results
-from arraybench.results.reading import Reading
+from arraybench.results.reading import Reading, paired_prior_of
 from arraybench.results.record import CaseRecord
 from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior

@@ -63,8 +63,9 @@ def worker_key(case: Case) -> WorkerKey:
 
 
 @dataclass(frozen=True)
-class WorkerEnv:
-    """A Python environment of the run (`--env`) as its workers are started: its interpreter, its variables."""
+class WorkerLaunch:
+    """How a worker of one Python environment of the run (`--env`) is started: its interpreter, and the
+    variables set for it (`--env-var`)."""
 
     python: str
     variables: tuple[tuple[str, str], ...] = ()
@@ -92,8 +93,9 @@ class RunConfig:
     # One memory layout for every process (--fixed-layout): no random heap and environment pads, no
     # random input offsets; the intervals then do not include what layout moves.
     fixed_layout: bool = False
-    # The run's environments by name (`--env`, envs/); a case of env "" runs in this interpreter.
-    envs: Mapping[str, WorkerEnv] = field(default_factory=dict)
+    # How the workers of each of the run's environments start, by name (`--env`, envs/); a case of env ""
+    # runs in this interpreter.
+    envs: Mapping[str, WorkerLaunch] = field(default_factory=dict)
 
     def python(self, env: str) -> str:
         """The interpreter a worker of environment `env` runs."""
@@ -110,18 +112,18 @@ def layout_seed(case: Case, seed: int, round: int) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
 
 
-def worker_env(case: Case, fixed_layout: bool = False, env: WorkerEnv | None = None,
+def worker_env(case: Case, fixed_layout: bool = False, launch: WorkerLaunch | None = None,
                layout: int | None = None) -> dict[str, str]:
     """The worker's environment: ours, plus the backend's settings, plus our own import path, plus
     (unless `fixed_layout`) a pad of random length, 0-4095 bytes, that moves the worker's stack
     (the environment sits above it), as Mytkowicz et al. found an environment's size to move times.
-    A worker of another Python environment (`env`) gets its `--env-var` variables, and none of
+    A worker of another Python environment (`launch`) gets its `--env-var` variables, and none of
     ours that would point its interpreter at this one's packages."""
     be = backend_class(case.backend)(case.threads, case.dtype, case.device)
     pad = secrets.randbelow(4096) if layout is None else random.Random(layout).randrange(4096)
     settings = {**be.env(), "PYTHONUNBUFFERED": "1", LAYOUT_PAD_VAR: "x" * pad}
-    if env is not None:
-        settings.update(env.variables)
+    if launch is not None:
+        settings.update(launch.variables)
         # A hint in the worker then names the environment to fix; the pad gives the name's bytes back, so
         # that the environments' processes of a round keep one stack layout.
         settings[ENV_VARIABLE] = case.env
@@ -129,7 +131,7 @@ def worker_env(case: Case, fixed_layout: bool = False, env: WorkerEnv | None = N
         # The environment's packages, never the working directory's files: a project's source tree there
         # (`mykern/` at a repository's top) would shadow the commit the environment installed.
         settings["PYTHONSAFEPATH"] = "1"
-    env_ = child_env(settings, foreign=env is not None and env.python != sys.executable)
+    env_ = child_env(settings, foreign=launch is not None and launch.python != sys.executable)
     if fixed_layout:
         del env_[LAYOUT_PAD_VAR]
     return env_
@@ -717,11 +719,11 @@ class WorkerPool:
             self._drop(key)
 
 
-def progress_label(rec: Mapping[str, Any]) -> str:
+def progress_label(rec: CaseRecord) -> str:
     """How progress names a case: workload[size] and its configuration as every output names it
     (core.case.label: backend·mode·device, and [env] in a run of several environments); the
     device always, since cpu and cpu:2 are two cases."""
-    return f"{rec['workload']}[{rec.get('size')}] {label(rec, device=True)}"
+    return f"{rec.workload}[{rec.size}] {label(rec, device=True)}"
 
 
 class Progress:
@@ -761,31 +763,31 @@ class Progress:
             return f"{self.done}/{self.total}"
         return f"{self.processes_done}/{self.expected()} processes"
 
-    def replicate(self, rec: Mapping[str, Any], k: int) -> None:
+    def replicate(self, rec: CaseRecord, k: int) -> None:
         """One process of a case done (the case's own line follows its last process)."""
-        self.counted[rec["id"]] = self.counted.get(rec["id"], 0) + 1
+        self.counted[rec.id] = self.counted.get(rec.id, 0) + 1
         self.processes_done += 1
-        if k < self.processes - 1 and rec["status"] in ("ok", "wrong"):
+        if k < self.processes - 1 and rec.status in ("ok", "wrong"):
             self.show(f"{progress_label(rec)} process {k + 1}/{self.processes}", rec)
 
-    def __call__(self, rec: Mapping[str, Any]) -> None:
-        if rec["id"] not in self.finished:
+    def __call__(self, rec: CaseRecord) -> None:
+        if rec.id not in self.finished:
             self.done += 1
-            self.finished.add(rec["id"])
+            self.finished.add(rec.id)
         # A case that failed is not measured again: the processes it will not run are done too.
-        counted = self.counted.pop(rec["id"], 0)
-        if rec["status"] not in ("ok", "wrong"):
+        counted = self.counted.pop(rec.id, 0)
+        if rec.status not in ("ok", "wrong"):
             self.processes_done += max(0, self.processes - counted)
         self.show(progress_label(rec), rec)
 
-    def show(self, what: str, rec: Mapping[str, Any]) -> None:
+    def show(self, what: str, rec: CaseRecord) -> None:
         """Write the counter and `what` with its result."""
-        if rec["status"] in ("ok", "wrong"):
-            several = (rec.get("n_processes") or 1) > 1
-            spread = f", processes ±{50 * (rec.get('process_spread') or 0):.0f}%" if several else ""
-            result = f"{format_seconds(rec['median_s'])} {rec['status']}{spread}"
+        if rec.status in ("ok", "wrong"):
+            several = (rec.n_processes or 1) > 1
+            spread = f", processes ±{50 * (rec.process_spread or 0):.0f}%" if several else ""
+            result = f"{format_seconds(rec.median_s)} {rec.status}{spread}"
         else:
-            result = rec["status"]
+            result = rec.status
         elapsed = time.monotonic() - self.started
         if self.tty:
             width = 24

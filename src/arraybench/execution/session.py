@@ -3,30 +3,50 @@ Python API's): plan, a runner for it, the crossover rounds, the results."""
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from arraybench.core.case import Case
 from arraybench.core.device_tokens import kind_of
+from arraybench.envs.spec import run_envs
 from arraybench.errors import UsageError
 from arraybench.execution.more_rounds import Runs, more_rounds
-from arraybench.execution.parent import MakeRunner, Progress, RoundOptions, RunConfig, Runner, WorkerEnv
-from arraybench.machine import environment, packages
+from arraybench.execution.parent import MakeRunner, Progress, RoundOptions, RunConfig, Runner, WorkerLaunch
+from arraybench.machine import host, packages
 from arraybench.measure import peaks
 from arraybench.planning import fit, refine
 from arraybench.planning.plan import build_plan
 from arraybench.planning.settings import RunSettings
-from arraybench.planning.userfile import stand_ins
 from arraybench.results import SCHEMA, Results, ResultsWriter, load_results, writable_dir
 from arraybench.results.record import CaseRecord
 from arraybench.results.run_ids import new_run_id
-from arraybench.store import Recording, Store, StoredRun
 from arraybench.version import __version__
+from arraybench.workloads.userfile import stand_ins
+
+if TYPE_CHECKING:
+    from arraybench.envs.prepared import PreparedEnv
+
+
+class Keeper(Protocol):
+    """Where a run's records are kept besides its results file, each as it lands: a results store
+    (store.keeping.StoreKeeper, which the CLI or the Python API makes for the store it names; a run
+    itself knows no store)."""
+
+    def check(self) -> None:
+        """Refuse, before the results file exists, a place that cannot keep the run."""
+
+    def start(self, results_path: Path, then: Callable[[CaseRecord], None]) -> Callable[[CaseRecord], None]:
+        """Begin keeping the run of `results_path` (what the file holds already, too); the callback it
+        returns keeps each record, then hands it to `then`."""
+        ...
+
+    def finish(self) -> None:
+        """At the run's end or its interruption: keep what is still lacking, and say how much is kept."""
 
 
 def cache_dir(out_dir: Path) -> Path:
@@ -34,27 +54,27 @@ def cache_dir(out_dir: Path) -> Path:
     return out_dir / "cache"
 
 
-def run_config(settings: RunSettings, out_dir: Path, envs: dict[str, Any] | None = None) -> RunConfig:
+def run_config(settings: RunSettings, out_dir: Path, envs: Mapping[str, PreparedEnv] | None = None) -> RunConfig:
     """What the run's children are started and asked with; their logs and shared cache in `out_dir`;
     `envs`, the prepared environments of `--env` (prepare_envs), by name."""
-    workers = {name: WorkerEnv(str(e.python), tuple(sorted(e.variables.items()))) for name, e in (envs or {}).items()}
+    workers = {name: WorkerLaunch(str(e.python), tuple(sorted(e.variables.items())))
+               for name, e in (envs or {}).items()}
     return RunConfig(settings.timer, settings.seed, settings.timeout, out_dir / "logs", settings.memory_limit,
                      cache_dir=cache_dir(out_dir), cache_limit=settings.cache_limit, full_check=settings.full_check,
                      fixed_layout=settings.fixed_layout, envs=workers)
 
 
-def prepare_envs(settings: RunSettings) -> dict[str, Any]:
+def prepare_envs(settings: RunSettings) -> dict[str, PreparedEnv]:
     """The run's `--env` environments made ready (built with uv or reused from the cache), by name;
     each build's progress goes to stderr. None given: none."""
-    specs = settings.env_specs()
-    if not specs:
+    if not settings.envs:
         return {}
     from arraybench.envs import prepare
 
-    return prepare(specs, lambda line: print(f"arraybench: env: {line}", file=sys.stderr, flush=True))
+    return prepare(settings.envs, lambda line: print(f"arraybench: env: {line}", file=sys.stderr, flush=True))
 
 
-def check_imports(settings: RunSettings, envs: dict[str, Any]) -> None:
+def check_imports(settings: RunSettings, envs: Mapping[str, PreparedEnv]) -> None:
     """Stop, in one line, a run whose workers could not import a package the workload file imports at its
     top and this interpreter lacks (it stood in while the file was planned: userfile.Elsewhere)."""
     missing = stand_ins(settings.workload_file) if settings.workload_file else ()
@@ -74,7 +94,7 @@ def check_imports(settings: RunSettings, envs: dict[str, Any]) -> None:
                              f"environment cannot import: add what provides it to the spec of --env {name}")
 
 
-def check_same_code(measured: Mapping[str, Mapping[str, Any]], envs: dict[str, Any]) -> None:
+def check_same_code(measured: Mapping[str, Any], envs: Mapping[str, PreparedEnv]) -> None:
     """Refuse to resume a run whose environments now install other code than it measured (a branch
     that moved, an edited project): its cases would mix the two. arraybench itself, the harness, is
     this checkout whatever it was."""
@@ -89,25 +109,25 @@ def check_same_code(measured: Mapping[str, Mapping[str, Any]], envs: dict[str, A
                              f"({'; '.join(differ)}); start a new run")
 
 
-def environments_header(envs: dict[str, Any], settings: RunSettings) -> dict[str, Any]:
+def environments_header(envs: Mapping[str, PreparedEnv], settings: RunSettings) -> dict[str, Any]:
     """What the header says of each environment: its spec, interpreter, frameworks' versions, variables, and
     every package with where it came from (machine/packages.py)."""
-    specs = {s.name: s for s in settings.env_specs()}
+    specs = {s.name: s for s in settings.envs}
     return {name: {"spec": specs[name].describe(), "python": str(e.python), "versions": e.versions,
                    "variables": e.variables, "packages": [p.to_json() for p in e.packages]}
             for name, e in envs.items()}
 
 
 def new_header(settings: RunSettings, plan_size: int, run_id: str | None = None,
-               envs: dict[str, Any] | None = None) -> dict[str, Any]:
+               envs: Mapping[str, PreparedEnv] | None = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "run_id": run_id or new_run_id(),
         "arraybench_version": __version__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git": environment.git_commit(),
+        "git": host.git_commit(),
         "settings": settings.to_dict(),
-        "environment": {**environment.collect(),
+        "environment": {**host.collect(),
                         "peaks": peaks.measure(settings.threads,
                                                gpu=any(kind_of(d) == "gpu" for d in settings.devices))},
         "plan_size": plan_size,
@@ -127,15 +147,18 @@ def kept(results: Results) -> tuple[set[str], dict[str, list[CaseRecord]]]:
 
 
 def resume_settings(out_dir: Path) -> tuple[RunSettings, set[str], dict[str, list[CaseRecord]]]:
-    """The settings of the interrupted run in `out_dir`, and what it kept (`kept`)."""
+    """The settings of the interrupted run in `out_dir`, and what it kept (`kept`); its environments read
+    again from the options its header keeps (envs.spec.run_envs)."""
     previous = load_results(out_dir)
+    stored = previous.settings.to_json() if previous.settings else {}
     try:
-        settings = RunSettings.from_dict(previous.settings.to_json()) if previous.settings else None
+        settings = RunSettings.from_dict(stored) if stored else None
     except (TypeError, ValueError):
         settings = None
     if settings is None:
         raise UsageError(f"results file {str(previous.path)!r} holds no run settings to resume with")
-    return settings, *kept(previous)
+    envs = run_envs(stored.get("envs"), stored.get("env_vars"))
+    return dataclasses.replace(settings, envs=envs), *kept(previous)
 
 
 def execute(
@@ -144,17 +167,16 @@ def execute(
     *,
     resume: bool = False,
     on_start: Callable[[int], Callable[[CaseRecord], None]] = lambda n: (lambda r: None),
-    store: str | os.PathLike[str] | None = None,
+    keeper: Keeper | None = None,
     make_runner: MakeRunner = Runner,
     run_id: str | None = None,
-    on_stored: Callable[[StoredRun], None] = lambda stored: None,
 ) -> Results:
     """Plan, run and record; return the results file's contents.
 
     `on_start(number of cases)` returns the per-record callback (the progress bar). On Ctrl-C
     the KeyboardInterrupt propagates after the workers are killed; every finished record is
-    already on disk. With `store`, each record is also added to that results store as it lands,
-    and `on_stored` hears how much of the run the store holds at the end (or the interruption).
+    already on disk. With a `keeper` (a results store, which the caller names), each record is also
+    kept there as it lands, and the keeper finishes at the end (or the interruption).
     `make_runner(writer, config, on_record=..., on_replicate=..., partial=...)` is Runner, or
     cluster.ClusterRunner with its target bound, which runs the cases on Dask workers: the same
     rounds (parent.Rounds), resumed, refined and extended (more_rounds.py) alike.
@@ -177,12 +199,11 @@ def execute(
     if resume:
         check_same_code(load_results(out_dir).header.environments, envs)
     header = None if resume else new_header(settings, len(plan), run_id, envs)
-    if store is not None:
-        Store(store).close()  # an unusable --store fails here, before the results file exists
+    if keeper is not None:
+        keeper.check()  # an unusable --store fails here, before the results file exists
     writer = ResultsWriter(writable_dir(out_dir) / "results.jsonl", header)
     progress = on_start(len(todo))
-    recording = None if store is None else Recording(store, writer.path, progress)
-    on_record = progress if recording is None else recording
+    on_record = progress if keeper is None else keeper.start(writer.path, progress)
     partial = {k: v for k, v in partial.items() if k in {c.id for c in todo}}
     options: RoundOptions = {"on_record": on_record, "partial": partial}
     if isinstance(progress, Progress):  # it counts each case's processes
@@ -200,8 +221,8 @@ def execute(
             measure_open_questions(runner, plan, writer, progress, settings)
     finally:
         writer.close()
-        if recording is not None:
-            on_stored(recording.finish())
+        if keeper is not None:
+            keeper.finish()
     # Kept after an interruption, for --resume (the CLI says how much it holds).
     shutil.rmtree(cache_dir(out_dir), ignore_errors=True)
     return load_results(out_dir)
@@ -268,7 +289,7 @@ def refine_crossovers(runner: Runs, plan: list[Case], path: Path, progress: Any,
     for _ in range(rounds):
         res = load_results(path)
         records = res.records
-        added = [Case.from_dict(dict(r)) for r in records if r.id not in planned]
+        added = [r.to_case() for r in records if r.id not in planned]
         new = refine.proposals(plan, added, records, res.reading.point)
         if not new:
             return

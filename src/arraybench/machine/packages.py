@@ -10,9 +10,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.utils import canonicalize_name
+
+if TYPE_CHECKING:
+    from arraybench.results.header import PythonEnvironment
 
 Source = Literal["index", "git", "path", "url"]
 SHORT = 7  # hex digits of a commit or a content hash shown to a person, as git shows a commit
@@ -77,10 +80,10 @@ def installed() -> list[dict[str, Any]]:
     return [out[k] for k in sorted(out)]
 
 
-def of_environment(info: Mapping[str, Any]) -> dict[str, Package] | None:
-    """The packages a header's environment records, by name; None where it records none (a file
-    written before they were recorded)."""
-    recorded = info.get("packages")
+def of_environment(info: PythonEnvironment | Mapping[str, Any]) -> dict[str, Package] | None:
+    """The packages a header's environment records (the typed part, or its JSON), by name; None where
+    it records none (a file written before they were recorded)."""
+    recorded = info.get("packages") if isinstance(info, Mapping) else info.packages
     if not isinstance(recorded, list):
         return None
     return {p.name: p for p in map(Package.from_json, recorded)}

@@ -6,7 +6,7 @@ Imports no framework and no NumPy: a worker applies `compile_cache_env` before i
 framework. A directory per run, not the frameworks' defaults: torch's /tmp/torchinductor_$USER
 would otherwise make even a later run's first process warm, and its first call no compile at all.
 Only a framework's once-per-machine set-up, which holds no case's code, is shared across runs
-(TorchBackend.prepare_jit, machine/usercache.py).
+(TorchBackend.prepare_jit, core/usercache.py).
 
 Which frameworks have one (checked with jax 0.10 and torch 2.13): a hit adds no file to the cache,
 so a first call that added files compiled and stored.

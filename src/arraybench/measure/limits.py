@@ -1,8 +1,17 @@
-"""Memory cap for worker processes, applied before any import (`units.memory_size` parses `--memory-limit`)."""
+"""The limits a worker process runs under, applied before any import: its CPUs (the run's threads) and its
+memory cap (`units.memory_size` parses `--memory-limit`)."""
 
 from __future__ import annotations
 
+import os
 import resource
+
+
+def pin_threads(threads: int) -> None:
+    """Restrict the process to `threads` CPUs: the one limit every framework's pools obey."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if threads < len(allowed):
+        os.sched_setaffinity(0, allowed[:threads])
 
 
 def apply_memory_limit(size: int) -> None:

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from arraybench.errors import UsageError
+from arraybench.measure.limits import pin_threads
 
 MATMUL_N = 1024
 STREAM_BYTES = 64 * 2**20
@@ -225,8 +226,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--gpu", action="store_true", help="the first GPU's peaks instead of the CPU's")
     args = p.parse_args(argv)
-    from arraybench.execution.child import pin_threads
-
     pin_threads(args.threads)  # before NumPy starts its BLAS threads, as in a worker
     print(json.dumps(_measure_gpu_here() if args.gpu else _measure_here()))
     return 0

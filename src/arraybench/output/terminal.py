@@ -7,9 +7,9 @@ rich's Console honours NO_COLOR (layout kept, colour dropped) and TERM=dumb.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -25,7 +25,7 @@ from rich.text import Text
 
 from arraybench.execution.parent import Progress
 from arraybench.output.formats import text_table
-from arraybench.results.record import FAILED
+from arraybench.results.record import FAILED, CaseRecord
 from arraybench.units import format_seconds
 
 # What a cell or a status says, and the colour it gets: failures never look like results.
@@ -59,10 +59,10 @@ class ProgressBar(Progress):
         self.task = self.bar.add_task("cases", total=total, last="")
         self.bar.start()
 
-    def show(self, what: str, rec: Mapping[str, Any]) -> None:
-        status = rec["status"]
+    def show(self, what: str, rec: CaseRecord) -> None:
+        status = rec.status
         if status in ("ok", "wrong"):
-            shown = f"{format_seconds(rec['median_s'])}" + (" WRONG" if status == "wrong" else "")
+            shown = f"{format_seconds(rec.median_s)}" + (" WRONG" if status == "wrong" else "")
         else:
             shown = status.upper() if status in FAILED else status
         style = "red" if status in FAILED else "green" if status == "ok" else "dim"

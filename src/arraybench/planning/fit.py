@@ -27,6 +27,7 @@ from arraybench.core.case import Case
 from arraybench.core.case import label as case_label
 from arraybench.errors import UsageError
 from arraybench.planning.refine import at_size, size_param
+from arraybench.results.record import CaseRecord
 from arraybench.units import format_size, memory_size
 from arraybench.workloads.base import Workload
 from arraybench.workloads.sizes import fixed_params
@@ -70,10 +71,10 @@ def start(wl: Workload, overrides: Mapping[str, Any]) -> dict[str, Any]:
     return min(points, key=lambda p: (not isinstance(p.get(wl.size_param), int), p.get(wl.size_param) or 0))
 
 
-def need(r: Mapping[str, Any]) -> float | None:
+def need(r: CaseRecord) -> float | None:
     """What a case needs to run: the larger of its first call's memory and its steady call's; None where
     neither was measured."""
-    found = [float(r[k]) for k in ("memory_bytes", "first_call_memory_bytes") if r.get(k) is not None]
+    found = [float(v) for v in (r.memory_bytes, r.first_call_memory_bytes) if v is not None]
     return max(found) if found else None
 
 
@@ -85,24 +86,24 @@ class Fit:
 
     label: str
     workload: str
-    fits: Mapping[str, Any] | None
-    over: Mapping[str, Any] | None
+    fits: CaseRecord | None
+    over: CaseRecord | None
 
     def why_over(self) -> str:
         """Why the smallest size above the largest that fits does not: its need, or its failure."""
         r = self.over
         if r is None:
             return ""
-        if r.get("status") != "ok":
-            return f"{r.get('status')}: {r.get('error') or ''}".strip(": ")
+        if r.status != "ok":
+            return f"{r.status}: {r.error or ''}".strip(": ")
         needed = need(r)
         return "its memory was not measured" if needed is None else f"needs {format_size(round(needed))}"
 
 
-def verdict(r: Mapping[str, Any], limit: int) -> bool | None:
+def verdict(r: CaseRecord, limit: int) -> bool | None:
     """Whether a measured case fits (True), does not (False), or cannot be told (None: correct, but its
     memory was not measured, as JAX's on a GPU where it set no new high)."""
-    if r.get("status") != "ok":
+    if r.status != "ok":
         return False
     needed = need(r)
     return None if needed is None else needed <= limit
@@ -113,7 +114,7 @@ def _key(case: Case, name: str) -> GroupKey:
             case.env, case_label(case))
 
 
-def fits(records: Iterable[Mapping[str, Any]], limit: int) -> list[Fit]:
+def fits(records: Iterable[CaseRecord], limit: int) -> list[Fit]:
     """Per backend·mode of each problem the records hold, what the search found (`Fit`)."""
     groups = _measured(records)
     out = []
@@ -126,20 +127,20 @@ def fits(records: Iterable[Mapping[str, Any]], limit: int) -> list[Fit]:
     return out
 
 
-def _measured(records: Iterable[Mapping[str, Any]]) -> dict[GroupKey, dict[int, Any]]:
+def _measured(records: Iterable[CaseRecord]) -> dict[GroupKey, dict[int, CaseRecord]]:
     """The latest record of every size measured, per group (a backend·mode of one problem)."""
-    out: dict[GroupKey, dict[int, Any]] = defaultdict(dict)
+    out: dict[GroupKey, dict[int, CaseRecord]] = defaultdict(dict)
     for r in records:
-        if r.get("status") in (None, "unavailable", "unsupported"):
+        if r.status in ("unavailable", "unsupported"):
             continue
-        case = Case.from_dict(dict(r))
+        case = r.to_case()
         name = size_param(case)
         if name is not None:
             out[_key(case, name)][int(case.params_dict[name])] = r
     return dict(out)
 
 
-def next_size(by_size: Mapping[int, Mapping[str, Any]], limit: int) -> int | None:
+def next_size(by_size: Mapping[int, CaseRecord], limit: int) -> int | None:
     """A group's next size to measure, from what it measured (size -> record); None where it is done."""
     ok = sorted(s for s, r in by_size.items() if verdict(r, limit))
     if any(verdict(r, limit) is None for r in by_size.values()) or not ok:
@@ -151,16 +152,16 @@ def next_size(by_size: Mapping[int, Mapping[str, Any]], limit: int) -> int | Non
     return _grown(lo, by_size, ok, limit)
 
 
-def growth(small: Mapping[str, Any], large: Mapping[str, Any], ratio: float) -> float:
+def growth(small: CaseRecord, large: CaseRecord, ratio: float) -> float:
     """How a case's memory grows with its size between two sizes `ratio` apart (the exponent of a power
     law): from its steady calls' figures, which no framework's fixed first-call cost blurs, else from its
     needs; DEFAULT_GROWTH where they did not grow, never under MIN_GROWTH."""
-    key = "memory_bytes" if small.get("memory_bytes") and large.get("memory_bytes") else None
-    a, b = (float(small[key]), float(large[key])) if key else (need(small) or 1.0, need(large) or 1.0)
+    steady_a, steady_b = small.memory_bytes, large.memory_bytes
+    a, b = (float(steady_a), float(steady_b)) if steady_a and steady_b else (need(small) or 1.0, need(large) or 1.0)
     return max(MIN_GROWTH, math.log(b / a) / math.log(ratio)) if b > a else DEFAULT_GROWTH
 
 
-def _grown(lo: int, by_size: Mapping[int, Mapping[str, Any]], ok: Sequence[int], limit: int) -> int:
+def _grown(lo: int, by_size: Mapping[int, CaseRecord], ok: Sequence[int], limit: int) -> int:
     """The size where the limit should lie, from how the memory grew between the two largest sizes that fit."""
     power = growth(by_size[ok[-2]], by_size[lo], lo / ok[-2]) if len(ok) > 1 else DEFAULT_GROWTH
     room = limit / (need(by_size[lo]) or 1.0)
@@ -169,7 +170,7 @@ def _grown(lo: int, by_size: Mapping[int, Mapping[str, Any]], ok: Sequence[int],
     return max(math.ceil(CLOSE * lo), round(target))
 
 
-def _between(lo: int, hi: int, by_size: Mapping[int, Mapping[str, Any]], limit: int) -> int | None:
+def _between(lo: int, hi: int, by_size: Mapping[int, CaseRecord], limit: int) -> int | None:
     """The next size between the largest that fits and the smallest that does not: where the memory's
     growth between the two says the limit lies (hi's failure gives none: their geometric midpoint), kept
     a tenth of the way (in log size) from either end so the gap closes; None once they are CLOSE."""
@@ -177,18 +178,18 @@ def _between(lo: int, hi: int, by_size: Mapping[int, Mapping[str, Any]], limit: 
         return None
     small, large = by_size[lo], by_size[hi]
     at = 0.5
-    if large.get("status") == "ok" and (n_lo := need(small)) and (n_hi := need(large)) and n_hi > n_lo:
+    if large.status == "ok" and (n_lo := need(small)) and (n_hi := need(large)) and n_hi > n_lo:
         at = min(0.9, max(0.1, math.log(limit / n_lo) / math.log(n_hi / n_lo)))
     size = round(lo * (hi / lo) ** at)
     return size if lo < size < hi else None
 
 
-def probes(plan: Sequence[Case], records: Iterable[Mapping[str, Any]], limit: int) -> list[Case]:
+def probes(plan: Sequence[Case], records: Iterable[CaseRecord], limit: int) -> list[Case]:
     """The cases to measure next: each group's next size (next_size), none measured before."""
     records = list(records)
     templates = {_key(c, name): c for c in plan if (name := size_param(c)) is not None}
     measured = _measured(records)
-    known = {r.get("id") for r in records}
+    known = {r.id for r in records}
     out = []
     for key, template in templates.items():
         size = next_size(measured.get(key, {}), limit)

@@ -25,9 +25,8 @@ def build_plan(s: RunSettings) -> list[Case]:
     """
     s.validate()
     if s.envs:  # the same plan in each environment, its cases told apart by `@NAME`
-        names = [spec.name for spec in s.env_specs()]
-        one = build_plan(replace(s, envs=[], env_vars=[]))
-        return [replace(c, env=name) for c in one for name in names]
+        one = build_plan(replace(s, envs=()))
+        return [replace(c, env=spec.name) for c in one for spec in s.envs]
     if s.suite is not None:
         return suite_plan(s, s.suite)
     workloads = chosen_workloads(s)

@@ -12,14 +12,15 @@ from typing import Any
 from arraybench.backends import BACKENDS, backend_class
 from arraybench.core.case import DTYPES, MODES
 from arraybench.core.device_tokens import DeviceSpec, parse_devices
+from arraybench.core.env_spec import EnvSpec
 from arraybench.errors import UsageError, unknown
 from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import TimerConfig
 from arraybench.planning.fit import limit_of
 from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.planning.suites import QUICK_TIMER, SUITE_TIMER
-from arraybench.planning.userfile import load_workload_file
 from arraybench.workloads import WORKLOADS
+from arraybench.workloads.userfile import load_workload_file
 
 # The default suite: every built-in workload at its default presets (small and large), but those
 # that only repeat another at one fixed size (Workload.in_default_suite).
@@ -84,32 +85,33 @@ class RunSettings:
     cache_limit: int = DEFAULT_CACHE_LIMIT
     # One memory layout for every process: intervals then leave out what layout moves (parent.RunConfig).
     fixed_layout: bool = False
-    # Python environments measured side by side (`--env NAME:SPEC`, envs/spec.py), their processes
-    # interleaved in the same rounds; empty: this interpreter alone. `env_vars`: `--env-var NAME:VAR=VALUE`.
-    envs: list[str] = field(default_factory=list)
-    env_vars: list[str] = field(default_factory=list)
+    # Python environments measured side by side (`--env NAME:SPEC` with its `--env-var NAME:VAR=VALUE`,
+    # read by envs.spec.run_envs where the run is given them), their processes interleaved in the same
+    # rounds; empty: this interpreter alone.
+    envs: tuple[EnvSpec, ...] = ()
     # Seconds of rounds beyond the planned processes for the cases whose question stays open
     # (execution/more_rounds.py); None: a share of the first rounds' time (session.BUDGET_SHARE, or
     # ENV_BUDGET_SHARE in a run of several environments).
     budget: float | None = None
 
-    def env_specs(self) -> list[Any]:
-        """The parsed `envs` (envs.spec.EnvSpec each); a bad one is a UsageError."""
-        if not self.envs:
-            if self.env_vars:
-                raise UsageError("--env-var sets a variable for one --env; give the --env it names")
-            return []
-        from arraybench.envs.spec import parse_envs  # imports packaging: only where --env is given
-
-        return parse_envs(self.envs, self.env_vars)
-
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as the results header keeps them: each environment as its `--env` option, and
+        their variables as `--env-var` options (`env_vars`), which --resume reads again."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(dataclasses.replace(self, envs=())).items():
+            out[key] = value
+            if key == "envs":
+                out["envs"] = [spec.option for spec in self.envs]
+                out["env_vars"] = [option for spec in self.envs for option in spec.variable_options]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSettings:
+        """The settings a results header keeps (`to_dict`), but its environments: the caller reads their
+        options (`envs`, `env_vars`) with envs.spec.run_envs, as planning reads none."""
         d = dict(d)
         d["timer"] = TimerConfig(**d.get("timer", {}))
+        d["envs"] = ()
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
 
@@ -141,7 +143,6 @@ class RunSettings:
             raise UsageError(f"--refine must be 0 or more rounds, not {self.refine}")
         if self.budget is not None and not self.budget >= 0:
             raise UsageError(f"--budget must be 0 or more seconds, not {self.budget}")
-        self.env_specs()
 
 
 def sampling(suite: str | None, default_suite: bool, given: dict[str, Any]) -> TimerConfig:
@@ -182,8 +183,7 @@ def run_settings(
     full_check: bool = False,
     cache_limit: int | None = None,
     fixed_layout: bool = False,
-    envs: Sequence[str] | None = None,
-    env_vars: Sequence[str] | None = None,
+    envs: Sequence[EnvSpec] | None = None,
     budget: float | None = None,
 ) -> RunSettings:
     """The settings of a run, from plain values: `arraybench run` and `arraybench.run()` both call this.
@@ -191,7 +191,9 @@ def run_settings(
     None (or empty) means "not given": workloads default to the file's (with `workload_file`) or
     else to the default suite, backends and modes to all, devices to the CPU, threads to the
     usable cores. Devices are tokens (devices.py: `cpu`, `gpu:2`, ...), normalised here. Sampling
-    is the suite's (`sampling`) with the given values over it.
+    is the suite's (`sampling`) with the given values over it. Each keyword is an option of
+    planning/options.RUN_OPTIONS; `envs` holds the environments as the caller read them
+    (envs.spec.run_envs), with their `--env-var` variables.
     """
     source = str(Path(workload_file).resolve()) if workload_file else None
     names = list(workloads or [])
@@ -220,7 +222,6 @@ def run_settings(
         full_check=full_check,
         cache_limit=defaults.cache_limit if cache_limit is None else cache_limit,
         fixed_layout=fixed_layout,
-        envs=list(envs or []),
-        env_vars=list(env_vars or []),
+        envs=tuple(envs or ()),
         budget=budget,
     )

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from arraybench.comparison import Comparison, compare, environment_side
 from arraybench.machine import packages
 from arraybench.results import Results
+from arraybench.results.header import PythonEnvironment
 from arraybench.stats import power
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SAME, SLOWER
 
@@ -32,7 +32,7 @@ def pair_lines(results: Sequence[Results]) -> list[str]:
     return out
 
 
-def names(envs: Mapping[str, Any], old: str, new: str) -> str:
+def names(envs: Mapping[str, PythonEnvironment], old: str, new: str) -> str:
     """What the two environments are, by what differs: "mykern 0.2.0 (v2, 1582951) against 0.1.0 (v1,
     3fa2c1e)" where one package differs, "new (jax 0.10.2, jaxlib 0.10.2) against old (…)" where several
     do, else their names. A file written before packages were recorded says it of framework versions."""
@@ -43,7 +43,7 @@ def names(envs: Mapping[str, Any], old: str, new: str) -> str:
         a, b = {k: p.describe() for k, p in had.items()}, {k: p.describe() for k, p in has.items()}
         changed = packages.changed(had, has)
     else:
-        a, b = (envs[old].get("versions") or {}), (envs[new].get("versions") or {})
+        a, b = envs[old].versions, envs[new].versions
         changed = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k) and (a.get(k) or b.get(k)))
     if len(changed) == 1:
         (k,) = changed

@@ -25,9 +25,9 @@ def rows(data: ReportData, under: int) -> list[list[str]]:
     out = []
     for f in sorted(fit.fits(data.records, under), key=lambda f: (f.workload, f.label)):
         name = data.size_param(f.workload)
-        largest = f"{name} = {size_text(f.fits['size'])}" if f.fits else "none, not even the first size"
+        largest = f"{name} = {size_text(f.fits.size)}" if f.fits else "none, not even the first size"
         needs = format_size(round(fit.need(f.fits) or 0)) if f.fits else ""
-        over = f"{name} = {size_text(f.over['size'])}: {f.why_over()}" if f.over else "none above it (MAX_ROUNDS)"
+        over = f"{name} = {size_text(f.over.size)}: {f.why_over()}" if f.over else "none above it (MAX_ROUNDS)"
         out.append([f.workload, f.label, largest, needs, over])
     return out
 

@@ -15,8 +15,9 @@ from arraybench.report.answer import NOTHING_CORRECT, Answer
 from arraybench.report.crossovers import Crossover, render_text
 from arraybench.report.model import NOT_RUN, ReportData, environment_rows, host_line
 from arraybench.report.plots import Plot
-from arraybench.report.table import size_sort_key, size_text, unavailable_line
+from arraybench.report.table import size_text, unavailable_line
 from arraybench.results.record import FAILED
+from arraybench.results.speedups import size_sort_key
 from arraybench.units import format_seconds, format_size
 from arraybench.version import __version__
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from arraybench.output.palette import colour
+from arraybench.core.palette import colour
 from arraybench.report.model import ReportData
 from arraybench.report.table import size_text
 from arraybench.report.view import CaseView, timed

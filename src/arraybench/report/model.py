@@ -14,12 +14,13 @@ from arraybench.core.case import label as case_label
 from arraybench.core.device_tokens import kind_of
 from arraybench.machine import packages
 from arraybench.report import bound, environments
-from arraybench.report.table import Points, points_by_workload, speedups
+from arraybench.report.table import Points, points_by_workload
 from arraybench.report.view import CaseView
 from arraybench.results import Results
 from arraybench.results.header import Analysis, Peaks, RunHeader, machine_names
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
+from arraybench.results.speedups import speedups
 from arraybench.stats import spells
 from arraybench.stats.measurement import Measurement
 from arraybench.stats.paired import Pairing
@@ -282,7 +283,7 @@ def analysis(res: Results) -> Analysis:
                     host_slowdown=spells.slowdown(refs, res.full_speed_s),
                     memory_full_speed_s=spells.nominal(memory),
                     memory_slowdown=spells.slowdown(memory, spells.nominal(memory)),
-                    memory_reference=reference.what() if "last_level_cache_bytes" in env else None,
+                    memory_reference=reference.what() if "last_level_cache_bytes" in env.to_json() else None,
                     fixed_layout=bool(res.settings.fixed_layout),
                     spells=res.reading.spells,
                     short_of_samples=sum(1 for r in latest for p in r.replicates if p.stop == "budget"),

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.core.device_tokens import kind_of
-from arraybench.output.palette import FAILED_GREY, FAILED_RED, NOT_RUN_GREY, colour
+from arraybench.core.palette import FAILED_GREY, FAILED_RED, NOT_RUN_GREY, colour
 from arraybench.report import bound, devices, memory, vmap, winners
 from arraybench.report.crossovers import Crossover, sweeps
 from arraybench.report.model import NOT_RUN, ReportData, status_word
-from arraybench.report.table import size_sort_key, size_text
+from arraybench.report.table import size_text
 from arraybench.report.view import CaseView, quartiles, timed
 from arraybench.results import atomic_path
+from arraybench.results.speedups import size_sort_key
 from arraybench.units import format_seconds
 
 RC = {

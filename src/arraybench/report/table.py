@@ -13,6 +13,7 @@ from arraybench.output import formats
 from arraybench.output.formats import text_table
 from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED, CaseRecord
+from arraybench.results.speedups import size_sort_key, speedups
 from arraybench.stats import bracket, power
 from arraybench.units import format_seconds, format_size
 from arraybench.workloads.sizes import fixed_params
@@ -33,27 +34,6 @@ def tie_seen(best: CaseRecord, tied: Sequence[CaseRecord]) -> str:
 
 def row_label(r: CaseRecord, devices: set[str], machines: frozenset[str] = frozenset()) -> str:
     return label(r, device=len(devices) > 1, machine=len(machines) > 1)
-
-
-def speedups(records: Iterable[CaseRecord]) -> dict[tuple[str, str | None], float]:
-    """Per (record id, machine): NumPy's median over this one's, at the same workload, params,
-    dtype, machine and Python environment."""
-    recs = list(records)
-    base = {
-        (r.workload, _params_key(r), r.dtype, r.machine, r.env): r.median_s
-        for r in recs
-        if r.backend == "numpy" and r.mode == "eager" and r.status == "ok"
-    }
-    out = {}
-    for r in recs:
-        b = base.get((r.workload, _params_key(r), r.dtype, r.machine, r.env))
-        if b and r.status == "ok" and r.median_s:
-            out[(r.id, r.machine)] = b / r.median_s
-    return out
-
-
-def _params_key(r: CaseRecord) -> tuple:
-    return tuple(sorted(r.params.items()))
 
 
 def size_param(records: Sequence[CaseRecord]) -> str:
@@ -107,11 +87,6 @@ class Points:
             return f"its cases differ in {others}: each point is a problem of its own, answered apart"
         return (f"its cases differ in {others} as well as {self.size_param}: a case with another {others} is "
                 f"another problem, answered apart, never one series over {self.size_param}")
-
-
-def size_sort_key(v: Any) -> tuple:
-    """Numeric sizes in order, then named ones (user workloads may use strings)."""
-    return (0, v, "") if isinstance(v, int | float) else (1, 0, str(v))
 
 
 def size_text(v: float, estimate: bool = False) -> str:

@@ -60,7 +60,7 @@ class Series:
     def ratio(self, b: int, form: str, other: str) -> float | None:
         """`form`'s median over `other`'s at `b`; None where either has no correct time."""
         a, z = self.ok(b, form), self.ok(b, other)
-        return a["median_s"] / z.median_s if a and z else None
+        return timed(a) / timed(z) if a and z else None
 
     @property
     def not_run(self) -> dict[str, str]:

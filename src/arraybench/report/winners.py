@@ -11,14 +11,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from arraybench.output.palette import FAILED_GREY, FAILED_RED, colour, ink
+from arraybench.core.palette import FAILED_GREY, FAILED_RED, colour, ink
 from arraybench.report import memory
 from arraybench.report.answer import leads
 from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData, status_word
-from arraybench.report.table import size_sort_key, size_text, tie_seen
+from arraybench.report.table import size_text, tie_seen
 from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED
+from arraybench.results.speedups import size_sort_key
 from arraybench.stats import bracket
 
 CAPTION = ("A cell per measured size, smallest first: the fastest correct backend·mode and its median's lead "

@@ -8,16 +8,16 @@ one there) and `to_json` writes the same JSON back, key for key in the order it 
 header that is read and written again (an export, a store) stays byte-identical. A key this
 arraybench does not declare is kept in `extra`, never dropped.
 
-Each part (and the header) is also a read-only Mapping of its JSON, as the case record is, so a
-reader written against the old header dict (`res.header.get(...)`) keeps working during the
-transition to attribute access; it cannot be changed through that view.
+A part (and the header) is read by attribute (`res.header.settings.dtype`), as the case record is;
+`to_json` gives its JSON where a dict is needed, and `from_json` (or results.upgrade_header) makes
+one from a dict.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -49,7 +49,7 @@ def _kept(factory: Callable[[], Any]) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class Part(Mapping[str, Any]):
+class Part:
     """What every typed part of the header shares: the keys it was read with, in order, and those this
     arraybench does not declare (`extra`), so that `to_json` gives back what `from_json` read."""
 
@@ -94,25 +94,10 @@ class Part(Mapping[str, Any]):
         out.update({k: v for k, v in self.extra.items() if k not in out})
         return out
 
-    # The read-only Mapping view of the JSON (transition: readers written for the header dict).
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __len__(self) -> int:
-        return len(self.to_json())
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.to_json()
-
     def __eq__(self, other: object) -> bool:
-        """Equal to another part, or to a JSON object, of the same JSON (in whatever order of keys)."""
+        """Equal to another part of the same JSON (in whatever order of keys)."""
         if isinstance(other, Part):
             return self.to_json() == other.to_json()
-        if isinstance(other, Mapping):
-            return self.to_json() == dict(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -152,7 +137,7 @@ class Peaks(Part):
 
 @dataclass(frozen=True, eq=False)
 class MachineEnvironment(Part):
-    """The machine the run ran on, and its software (machine/environment.collect): the header's
+    """The machine the run ran on, and its software (machine/host.collect): the header's
     `environment`, and each of a cluster run's machine lines."""
 
     hostname: str | None = declared("the host's name")
@@ -166,7 +151,7 @@ class MachineEnvironment(Part):
     python: str | None = declared("the interpreter's version")
     python_implementation: str | None = declared("the interpreter: CPython, PyPy, …")
     versions: dict[str, str | None] = declared("each framework's version (null: not installed)", factory=dict)
-    cpu_flags: list[str] = declared("the SIMD extensions the CPU has (environment.SIMD_FLAGS)", factory=list)
+    cpu_flags: list[str] = declared("the SIMD extensions the CPU has (host.SIMD_FLAGS)", factory=list)
     cpu_frequency: dict[str, Any] | None = declared("the CPU's clock: `current_mhz`, `max_mhz`, …")
     gpus: list[dict[str, Any]] = declared("each GPU: `name`, `memory`, `driver`, `index`, `pci_bus_id`, …",
                                           factory=list)
@@ -291,16 +276,14 @@ def machine_names(names: Mapping[str, str], hosts: Mapping[str, str] | None = No
     return out
 
 
-def model_names(envs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def model_names(envs: Mapping[str, MachineEnvironment]) -> dict[str, str]:
     """Each machine key's name by its model (short_name), as the site and the store's history call it."""
-    typed = {key: _machine(env) for key, env in envs.items()}
-    return machine_names({key: short_name(env) for key, env in typed.items()},
-                         {key: str(env.hostname) for key, env in typed.items()})
+    return machine_names({key: short_name(env) for key, env in envs.items()},
+                         {key: str(env.hostname) for key, env in envs.items()})
 
 
-def short_name(env: Mapping[str, Any]) -> str:
+def short_name(machine: MachineEnvironment) -> str:
     """'H100' for a machine with one NVIDIA H100 80GB HBM3; '2-core EPYC' for a 2-vCPU AMD EPYC."""
-    machine = _machine(env)
     gpus = [g.get("name") or "" for g in machine.gpus]
     if gpus:
         names = [GPU_MEMORY.sub("", " ".join(NOISE_WORDS.sub(" ", g).split())).strip(" -") or g for g in gpus]
@@ -311,10 +294,6 @@ def short_name(env: Mapping[str, Any]) -> str:
     if not cpu:
         return str(machine.hostname or "unknown machine")
     return f"{cores}-core {cpu}" if cores else cpu
-
-
-def _machine(env: Mapping[str, Any]) -> MachineEnvironment:
-    return env if isinstance(env, MachineEnvironment) else MachineEnvironment.from_json(env)
 
 
 def fields_of(cls: type[Part]) -> tuple[FieldInfo, ...]:

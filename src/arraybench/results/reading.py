@@ -201,3 +201,12 @@ def rival_prior(reading: Reading, records: Sequence[CaseRecord]) -> VariancePrio
         rounds = [reading.rounds(r) for r in members]
         diffs += [all_differences(a, b) for a, b in combinations(rounds, 2)]
     return paired_prior(diffs)
+
+
+def paired_prior_of(pairs: Sequence[tuple[CaseRecord, CaseRecord]], reading: Reading | None = None) -> VariancePrior:
+    """What the compared cases of two environments say about the variance of one round's difference
+    (each process read as `reading`, the run's, reads it: its spells set aside): compare's paired
+    prior, and further rounds' (execution/more_rounds.py)."""
+    reading = reading or Reading()
+    return paired_prior(all_differences(reading.rounds(base), reading.rounds(new)) for base, new in pairs
+                        if base.status == new.status == "ok" and base.samples_s and new.samples_s)

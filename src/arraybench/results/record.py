@@ -9,18 +9,18 @@ One class serves both a process's record (a replicate line) and the case's recor
 processes (a case line): they share all but a few fields, and a case that fails in its first
 process *is* that process's record. The fields that differ say so in their `scope`:
 PROCESS fields are per process (on a case line they sit in `replicates`, one ProcessRecord
-each), CASE fields exist only over processes. A record is also a read-only Mapping of its
-fields, so readers written against the old dict records (`r["median_s"]`, `r.get(...)`) keep
-working during the transition to attribute access; it cannot be changed through that view.
+each), CASE fields exist only over processes. A record is read by attribute (`r.median_s`), so a
+renamed field is a type error; `to_json` gives its fields as a dict where one is needed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from arraybench.core.case import Case
 from arraybench.core.device_tokens import device_count
 
 # A case's statuses: those that ran and failed (never ranked), and the rest.
@@ -134,7 +134,7 @@ class ProcessRecord:
 
 
 @dataclass(frozen=True)
-class CaseRecord(Mapping[str, Any]):
+class CaseRecord:
     """The result of one case: its spec, status, raw samples, statistics, check and where it ran."""
 
     # What was measured (Case.to_dict, plus the id and size).
@@ -340,6 +340,12 @@ class CaseRecord(Mapping[str, Any]):
         kw["params"] = dict(kw.get("params") or {})
         return cls(**kw)
 
+    def to_case(self) -> Case:
+        """The case this record measured: its spec (Case.from_dict of its fields)."""
+        return Case(workload=self.workload, params=tuple(sorted(self.params.items())), backend=self.backend,
+                    mode=self.mode, dtype=self.dtype, threads=int(self.threads), device=self.device,
+                    source=self.source, env=self.env or "")
+
     def to_json(self) -> dict[str, Any]:
         """Every field, in registry order: what a case or replicate line holds besides its `type`."""
         out = {f.name: getattr(self, f.name) for f in FIELDS}
@@ -349,25 +355,9 @@ class CaseRecord(Mapping[str, Any]):
         out["replicates"] = [p.to_json() for p in self.replicates]
         return out
 
-    # The read-only Mapping view (transition: readers written for dict records).
-    def __getitem__(self, key: str) -> Any:
-        if key not in _NAMES:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_NAMES)
-
-    def __len__(self) -> int:
-        return len(_NAMES)
-
-    def __contains__(self, key: object) -> bool:
-        return key in _NAMES
-
 
 FIELDS: tuple[FieldInfo, ...] = registry(CaseRecord)
 PROCESS_FIELDS: tuple[FieldInfo, ...] = registry(ProcessRecord)
-_NAMES = tuple(f.name for f in FIELDS)
 REQUIRED = tuple(f.name for f in FIELDS if f.required)
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.report.answer import Lead, leads
-from arraybench.report.table import size_sort_key, size_text
+from arraybench.report.table import size_text
+from arraybench.results.speedups import size_sort_key
 from arraybench.site.model import Machine, SiteData
 from arraybench.units import format_seconds
 

@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from arraybench.output.palette import colour
+from arraybench.core.palette import colour
 from arraybench.report.answer import answers, leads
 from arraybench.report.crossovers import crossovers
 from arraybench.report.model import CaseView, ReportData, environment_rows
-from arraybench.report.table import Points, size_sort_key, size_text
+from arraybench.report.table import Points, size_text
 from arraybench.report.view import timed
 from arraybench.results import Results
+from arraybench.results.speedups import size_sort_key
 from arraybench.site.answer import Across
 from arraybench.site.model import Machine, Run, SiteData, VersionTable
 from arraybench.stats import bracket
@@ -218,7 +219,7 @@ def run_page(run: Run, res: Results, full: bool, rule: str) -> str:
             f'<section id="cases"><h2>Every case</h2>{cases_table(data)}</section>']
     for machine, header in data.headers.items():
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in
-                       environment_rows(header, [r for r in data.records if r["machine"] == machine]))
+                       environment_rows(header, [r for r in data.records if r.machine == machine]))
         body.append(f'<section id="environment"><h2>Environment: {e(machine)}</h2><div class="table-wrap"><table>'
                     f"<tbody>{rows}</tbody></table></div></section>")
     subtitle = f"on the {run.machine.name} · started {run.started} · {run.cases} cases, {run.failed} failed or wrong"

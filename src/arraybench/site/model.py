@@ -12,10 +12,10 @@ from typing import Any
 
 from arraybench.comparison import compare, environment_side
 from arraybench.errors import UsageError
-from arraybench.output.exports import benchmark_name
 from arraybench.report.answer import Answer, answers
 from arraybench.report.crossovers import crossovers
 from arraybench.report.environments import sentence
+from arraybench.report.exports import benchmark_name
 from arraybench.report.model import CaseView, ReportData
 from arraybench.report.table import Points, points_by_workload
 from arraybench.results import Results
@@ -29,7 +29,7 @@ from arraybench.store import Store
 class Machine:
     """One machine as the site names it: its fingerprint (host · CPU · GPUs) and a short name."""
 
-    key: str  # environment.fingerprint: what `history` shows and tells runs' machines apart by
+    key: str  # host.fingerprint: what `history` shows and tells runs' machines apart by
     name: str  # "H100", "2-core EPYC": the answer says "on the H100"
     environment: MachineEnvironment
 

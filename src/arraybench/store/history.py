@@ -13,7 +13,7 @@ from arraybench.report.table import size_param, size_text
 from arraybench.results.header import MachineEnvironment, model_names
 from arraybench.results.record import CaseRecord
 from arraybench.stats.changes import Series, Step, steps
-from arraybench.store import Store
+from arraybench.store.database import Store
 from arraybench.units import format_size
 
 # What a Change is a change of: a case's time per call, or the memory of one call (docs/memory.md).
@@ -47,7 +47,7 @@ class SeriesHistory:
 class MachineHistory:
     """One machine's runs, oldest first, and every case measured there."""
 
-    key: str  # environment.fingerprint, as `history` and the site key machines
+    key: str  # host.fingerprint, as `history` and the site key machines
     name: str  # "H100", as the site names it
     runs: list[RunPoint]
     series: dict[str, SeriesHistory] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from arraybench.workloads import (
 )
 from arraybench.workloads.base import Check, Workload
 from arraybench.workloads.linreg import linreg, linreg_autodiff
+from arraybench.workloads.userfile import load_workload_file
 
 # The source documents' operations. (Every workload's check demands the case's dtype.)
 OPERATIONS = (
@@ -50,8 +51,6 @@ def resolve_workload(name: str, source: str | None = None) -> Workload:
     """A built-in workload, or one defined in the user's file `source`."""
     if source is None:
         return get_workload(name)
-    from arraybench.planning.userfile import load_workload_file
-
     found = load_workload_file(source)
     try:
         return found[name]

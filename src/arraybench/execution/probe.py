@@ -1,4 +1,5 @@
-"""Probe: starts each backend's worker once to learn its version, devices and verified settings."""
+"""In the arraybench process (`arraybench info`): the probe, which starts each backend's worker once to learn
+its version, devices and verified settings."""
 
 from __future__ import annotations
 

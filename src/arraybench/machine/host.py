@@ -1,4 +1,5 @@
-"""Environment: what the machine and software were, recorded with every run."""
+"""The host: what the machine and its software were, recorded with every run (the results header's
+`environment`: results.header.MachineEnvironment)."""
 
 from __future__ import annotations
 

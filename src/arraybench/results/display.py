@@ -1,7 +1,8 @@
-"""Notebook display of a run: a one-line repr and an HTML table per workload, coloured as a heatmap.
+"""How a run shows itself: its one-line repr, its environments in one line, and the notebook's HTML table
+per workload, coloured as a heatmap (Results.__repr__ and _repr_html_).
 
-It draws on the report's own helpers (the speedups, the order of sizes, the label, the palette),
-which import nothing of the results file, so results.Results can use it without a cycle.
+It draws on what the report shares (the speedups and the order of sizes: speedups.py; the label and
+the palette: core/), all below the results file, so results.Results shows itself with them.
 """
 
 from __future__ import annotations
@@ -9,15 +10,14 @@ from __future__ import annotations
 import html
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arraybench.core.case import label as case_label
-from arraybench.envs.spec import described
-from arraybench.output.palette import colour
-from arraybench.report.table import size_sort_key, speedups
-from arraybench.results.header import RunHeader
+from arraybench.core.palette import colour
+from arraybench.results.header import PythonEnvironment, RunHeader
 from arraybench.results.record import FAILED, CaseRecord
+from arraybench.results.speedups import size_sort_key, speedups
 from arraybench.units import format_seconds
 
 # Speedups over NumPy eager beyond these saturate the heatmap's colour.
@@ -35,6 +35,16 @@ def short_repr(header: RunHeader, records: Sequence[CaseRecord], path: Any) -> s
     envs = header.environments
     measured_in = f" in environments {', '.join(envs)}" if envs else ""
     return f"<Results run {run}: {len(records)} cases ({statuses or 'none'}) of {workloads}{measured_in}{where}>"
+
+
+def described(envs: Mapping[str, PythonEnvironment]) -> str:
+    """The run's environments (its header's) in one line, each with what it was made from: "old:
+    jax==0.9.2; new: jax==0.10.2 with XLA_FLAGS=…"; '' for a run in one environment."""
+    def one(name: str, info: PythonEnvironment) -> str:
+        variables = " ".join(f"{k}={v}" for k, v in sorted(info.variables.items()))
+        return f"{name}: {info.spec or '?'}" + (f" with {variables}" if variables else "")
+
+    return "; ".join(one(name, info) for name, info in envs.items())
 
 
 def _or_unknown(value: Any) -> Any:

@@ -31,6 +31,12 @@ MEMORY_FIGURES = {"memory_bytes": "memory", "first_call_memory_bytes": "first-ca
                   "peak_memory_bytes": "peak-memory"}
 
 
+def memory_figures(r: CaseRecord) -> dict[str, int | None]:
+    """A record's memory figures that the exports carry (MEMORY_FIGURES' fields), by field name."""
+    return {"memory_bytes": r.memory_bytes, "first_call_memory_bytes": r.first_call_memory_bytes,
+            "peak_memory_bytes": r.peak_memory_bytes}
+
+
 def benchmark_name(rec: CaseRecord, env: bool = True) -> str:
     """The case id without its digest, with its environment (`…/cpu/t1@new`) unless `env` is False:
     the site's framework pages set one case's versions side by side, whichever environment ran each."""
@@ -95,7 +101,7 @@ def pytest_benchmark(res: Results) -> dict[str, Any]:
             "extra_info": {"backend": r.backend, "mode": r.mode, "dtype": r.dtype,
                            "device": r.device, "threads": r.threads,
                            "first_call_s": r.first_call_s, "case_id": r.id, **where, **views[r.id].figures(),
-                           **{name: r[name] for name in MEMORY_FIGURES}},
+                           **memory_figures(r)},
             "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": timer.get("min_samples"),
                         "max_time": timer.get("max_time"), "min_time": timer.get("min_time"), "warmup": True},
             "stats": pytest_benchmark_stats(r.samples_s, int(r.loops or 1)),
@@ -126,11 +132,11 @@ def bmf(res: Results) -> dict[str, Any]:
         ci = r.ci95_s
         lo, hi = ci if ci and None not in ci else (min(r.samples_s), max(r.samples_s))
         assert r.median_s is not None  # a correct record was timed
-        figures = views[r.id].figures()
+        figures, memory = views[r.id].figures(), memory_figures(r)
         out[benchmark_name(r)] = {"latency": {"value": r.median_s * NS_PER_S,
                                               "lower_value": lo * NS_PER_S, "upper_value": hi * NS_PER_S},
                                   **{measure: {"value": figures[name]} for name, measure in BMF_MEASURES.items()
                                      if figures[name] is not None},
-                                  **{measure: {"value": r[name]} for name, measure in MEMORY_FIGURES.items()
-                                     if r[name] is not None}}
+                                  **{measure: {"value": memory[name]} for name, measure in MEMORY_FIGURES.items()
+                                     if memory[name] is not None}}
     return out

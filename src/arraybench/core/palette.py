@@ -1,6 +1,7 @@
 """One colour per backend·mode, the same in every plot, the winners map, the published site and the notebook.
 
-A leaf (it imports nothing of arraybench), so notebook.py and site/ can use it without pulling in the report.
+A leaf (it imports nothing of arraybench), so the results' notebook display (results/display.py) and site/ can use
+it without pulling in the report.
 """
 
 from __future__ import annotations
