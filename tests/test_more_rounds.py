@@ -153,3 +153,40 @@ def test_the_planned_rounds_go_to_open_places_and_a_case_far_behind_stops_at_its
     assert latest[lone.id].n_processes == 3 and lone.id not in stopped  # nothing asked of it: the plan's rounds
     assert runner.calls[1][0] == 3 and rivals[2].id not in runner.calls[1][1]
     assert {stopped[rivals[0].id], stopped[rivals[1].id]} == {"budget"}
+
+
+class DriftingRunner(StubRunner):
+    """A StubRunner whose cases in `later` run at that time from round 2 on (a framework's processes
+    landing in another mode)."""
+
+    def __init__(self, *args, later, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.later = later
+
+    def process(self, case, k, drift):
+        if k >= 2 and case.id in self.later:
+            self.true = {**self.true, case.id: self.later[case.id]}
+        return super().process(case, k, drift)
+
+
+def test_a_case_decided_early_goes_on_when_a_rival_that_moved_opens_a_question(tmp_path, fake_clock):
+    """numpy fastest; torch 3× behind it, placed at the first look; jax 1.5× from torch then (no question
+    of theirs) and open against numpy, and from round 2 twice as fast as numpy: jax is the fastest now,
+    6× ahead of torch, a question torch never answered. torch is looked at again and measured in the
+    rounds that follow, brought up to the others' count."""
+    numpy, torch, jax = (Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 1)
+                         for b in ("numpy", "torch", "jax"))
+    plan = [numpy, torch, jax]
+    true = {numpy.id: 1e-3, torch.id: 3e-3, jax.id: 2e-3}
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, {**HEADER, "environments": None})
+    runner = DriftingRunner(writer, true, fake_clock, {numpy.id: 0.01, torch.id: 0.01, jax.id: 0.2},
+                            later={jax.id: 0.5e-3})
+    runner.run(plan)
+    more_rounds(runner, plan, path, writer, budget_s=40.0, clock=fake_clock)
+    writer.close()
+    latest = load_results(path).latest()
+    assert runner.calls[1] == (3, sorted([numpy.id, jax.id]))  # torch placed at its first look
+    back = next(k for k, ids in runner.calls[2:] if torch.id in ids)
+    assert latest[torch.id].n_processes >= back
+    assert [p.round for p in latest[torch.id].replicates] == list(range(latest[torch.id].n_processes))

@@ -19,7 +19,7 @@ from arraybench.comparison.outcome import BROKEN, MIN_SPREAD_DF, NOT_COMPARED, C
 from arraybench.results import Results, measured
 from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
-from arraybench.stats import power
+from arraybench.stats import modes, power
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, run_spread
 from arraybench.stats.measurement import FEW_SAMPLES
 from arraybench.stats.pooling import VariancePrior
@@ -76,6 +76,24 @@ def spelled(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
                                note="; ".join(filter(None, (why, c.note))))
 
 
+def moded(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
+    """`c`, too noisy to say where its change may be the two runs landing in different process modes
+    (stats/modes.py): the processes of its family's cases of its time scale, or its own, fell into modes at
+    least this far apart within one of the runs."""
+    if c.verdict not in (SLOWER, FASTER) or c.result is None:
+        return c
+    own = [m.medians for m in (base.reading.measured(c.base), new.reading.measured(c.new)) if m is not None]
+    spread = max(base.reading.mode_spread(c.base), new.reading.mode_spread(c.new),
+                 *(s for m in own if (s := modes.spread(m)) >= modes.MODE_SPREAD))
+    if not modes.explained(c.result.ratio, spread):
+        return c
+    why = (f"{c.new.backend}·{c.new.mode}'s processes at this time scale fell into modes up to ×{spread:.1f} "
+           "apart within one run, so two runs can differ this much by the modes their processes landed in; "
+           "more processes a side would tell")
+    return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
+                               note="; ".join(filter(None, (why, c.note))))
+
+
 def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False,
                  threshold: float = DEFAULT_THRESHOLD, level: float = ALPHA) -> str:
     """What a reader should know about how far this verdict can be trusted; `pooled`: both runs
@@ -125,7 +143,10 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              dataclasses.replace(c, result=(a := next(found)), verdict=a.verdict,
                                  note=verdict_note(a, c.base, c.new, pooled, threshold, level))
              for c in cases]
-    cases = with_memory([spelled(c, base, new) for c in cases], threshold, paired)
+    cases = [spelled(c, base, new) for c in cases]
+    if not paired:  # two environments of one run ran in the same rounds: a mode is each round's, paired
+        cases = [moded(c, base, new) for c in cases]
+    cases = with_memory(cases, threshold, paired)
     return Comparison(
         base_name=names[0],
         new_name=names[1],

@@ -21,13 +21,19 @@ from typing import Any
 
 from arraybench.core.case import rivals
 from arraybench.results.record import CaseRecord
-from arraybench.stats import bracket
+from arraybench.stats import bracket, modes
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import Pairing, all_differences, paired_prior
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
 from arraybench.stats.spells import Sifted, SpellCount, sift, window_level
 
 Window = tuple[Any, ...]  # rivals(record), its machine and the round
+Family = tuple[str, str, str]  # backend, mode, device
+
+
+def family(r: CaseRecord) -> Family:
+    """The cases whose processes behave alike: one framework's mode on one device (stats/modes.py)."""
+    return (r.backend, r.mode, r.device or "")
 
 
 def process_rounds(r: CaseRecord) -> list[int]:
@@ -105,6 +111,13 @@ class Reading:
     pairing: Pairing | None = None
     spells: SpellCount = SpellCount()
     full_speed_s: float | None = None
+    # Each family's cases as (point, spread between its processes), where any had two processes.
+    families: Mapping[Family, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+
+    def mode_spread(self, r: CaseRecord) -> float:
+        """How far apart the modes of `r`'s neighbours in its family were in this run (stats/modes.py; 1:
+        none seen)."""
+        return modes.mode_spread(r.median_s, self.families.get(family(r), ())) if r.median_s else 1.0
 
     def processes(self, r: CaseRecord) -> list[Process]:
         """Every process of `r`, each with the samples of its spells set aside."""
@@ -164,7 +177,12 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
     for r in latest.values():
         for p in bare.processes(r):
             spells = spells.add(p.sifted, p.measured)
-    reading = Reading(levels, prior, None, spells, full_speed)
+    found: dict[Family, list[tuple[float, float]]] = defaultdict(list)
+    for r in latest.values():
+        if r.status == "ok" and (m := alone[id(r)]) is not None and m.processes > 1:
+            found[family(r)].append((m.point, modes.spread(m.medians)))
+    families = {f: tuple(cases) for f, cases in found.items()}
+    reading = Reading(levels, prior, None, spells, full_speed, families)
     out = []
     for r in records:
         m = alone[id(r)]
@@ -174,7 +192,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             continue
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
-    return out, Reading(levels, prior, pairing, spells, full_speed)
+    return out, Reading(levels, prior, pairing, spells, full_speed, families)
 
 
 def window_levels(records: Iterable[CaseRecord]) -> dict[Window, float]:
