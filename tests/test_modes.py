@@ -66,3 +66,9 @@ def test_a_change_beyond_the_modes_is_still_found(tmp_path):
     a, b = results_file(tmp_path / "a.jsonl", base), results_file(tmp_path / "b.jsonl", new)
     cases = {c.new.params["d"]: c for c in compare(load_results(a), load_results(b)).cases}
     assert cases[4].verdict == SLOWER
+
+
+def test_two_speeds_need_two_processes_each_and_a_stall_is_not_one():
+    assert modes.two_modes([5e-6, 28e-6, 5.1e-6, 5.3e-6, 29e-6]) == ([5e-6, 5.1e-6, 5.3e-6], [28e-6, 29e-6])
+    assert modes.two_modes([5e-6, 5.1e-6, 5.3e-6, 29e-6]) is None  # one slow process: a stall
+    assert modes.two_modes([5e-6, 5.5e-6, 6e-6, 6.5e-6]) is None  # within a process's noise

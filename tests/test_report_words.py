@@ -88,3 +88,34 @@ def test_a_whole_run_is_not_called_partial(tmp_path):
     rep = write_all([res], tmp_path)
     assert not any("planned cases" in w for w in rep.warnings)
     assert "Partial" not in (tmp_path / "report.md").read_text()
+
+
+def processes_of(workload, size, backend, mode, medians):
+    """A case measured in one process per round, each at its own median."""
+    samples = [m * f for m in medians for f in (0.99, 1.0, 1.01)]
+    return record(workload, size, backend, mode, sorted(medians)[len(medians) // 2], samples_s=samples,
+                  replicates=[{"n_samples": 3, "loops": 1, "round": k} for k in range(len(medians))])
+
+
+def read_back(path, recs):
+    """The records as a run reads them: written to a results file and loaded (its Reading pairs rounds)."""
+    res = results_of(recs)
+    writer = ResultsWriter(path, res.header)
+    for r in res.records:
+        writer.append(r)
+    writer.close()
+    return load_results(path)
+
+
+def test_a_tie_left_by_processes_in_two_speeds_says_so(tmp_path):
+    """jax·jit's processes at 5 µs in four rounds and 28 µs in two: against numpy's steady 8 µs it is
+    ahead in some rounds and behind in others, and the answer says why the size is open."""
+    recs = [processes_of("linreg", 1, "jax", "jit", [5e-6, 5.1e-6, 28e-6, 5e-6, 29e-6, 5.2e-6]),
+            processes_of("linreg", 1, "numpy", "eager", [8e-6, 8.1e-6, 8e-6, 7.9e-6, 8e-6, 8.1e-6])]
+    write_all([read_back(tmp_path / "a.jsonl", recs)], tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert ("the processes of jax·jit fell into two speeds, 5-5.2 µs in 4 processes and 28-29 µs in 2 "
+            "processes, which leaves its place open") in md
+    steady = [processes_of("linreg", 1, "jax", "jit", [5e-6, 5.1e-6, 5.3e-6, 5e-6, 5.4e-6, 5.2e-6]), recs[1]]
+    write_all([read_back(tmp_path / "b.jsonl", steady)], tmp_path / "steady")
+    assert "two speeds" not in (tmp_path / "steady" / "report.md").read_text()

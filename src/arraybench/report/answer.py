@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from arraybench.report.crossovers import Crossover
 from arraybench.report.model import ReportData
 from arraybench.report.table import listed, size_text, tie_seen
 from arraybench.report.view import CaseView, timed
-from arraybench.stats import bracket
+from arraybench.stats import bracket, modes
 from arraybench.units import format_seconds
 
 # A per-call cost is worth naming when it is at least this many times the fastest call at that size.
@@ -70,7 +71,8 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record.dtype == dtype
                                    and s.points[0].record.machine == machine and s.fixed == fixed
                                    and (s.points[0].record.env or "") == env])
-        said = (_why(data, name, ok), memory.sentence(data, name, ok), spread, _spells(data, name, ok), unmeasured)
+        said = (_why(data, name, ok), memory.sentence(data, name, ok), spread, _spells(data, name, ok),
+                _modes(data, name, ok), unmeasured)
         out.append(Answer(wl, dtype, machine, verdict, " ".join(t for t in said if t),
                           data.problem(every[0]), unmeasured, fixed, env))
     return out
@@ -111,6 +113,40 @@ def _spells(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
     return (f"Open at {name} = {where} while slow spells of the host reached {reached} of the {processes} "
             f"processes of the backend·modes tied there{of_run}: more rounds (--budget) or a quieter host "
             "would decide it.")
+
+
+def _modes(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
+    """'At n = 1000 the processes of jax·jit fell into two speeds, 5.09-5.41 µs in 4 processes and
+    27.9-58.9 µs in 2 processes, which leaves its place open: more processes (--processes or --budget)
+    would decide it.', where a size has no winner and one of the cases tied there has processes in two
+    modes (stats/modes.two_modes); else ''.
+    Such a case's median moves with the share of its processes that landed in each mode, so no number of
+    rounds that a spell would need settles it quickly."""
+    found = []
+    for s in _sizes(recs):
+        ranked = _at(recs, s)
+        if len(ranked) < 2 or bracket.order(ranked[0], ranked[1]) == -1:
+            continue
+        for r in ranked:
+            split = modes.two_modes([math.exp(x) for _, x in r.rounds])  # each process's, spells set aside
+            if (r is ranked[0] or bracket.order(ranked[0], r) != -1) and split is not None:
+                found.append((s, r, split))
+    if not found:
+        return ""
+    s, r, (fast, slow) = found[0]
+    others = len(found) - 1
+    more = f" (so did {others} more case{'s' if others > 1 else ''} tied at its size)" if others else ""
+    return (f"At {name} = {_size(s)} the processes of {data.label(r)} fell into two speeds, {_speed(fast)} and "
+            f"{_speed(slow)}{more}, which leaves its place open: more processes (--processes or --budget) would "
+            "decide it.")
+
+
+def _speed(medians: Sequence[float]) -> str:
+    """'5.09-5.52 µs in 4 processes'."""
+    lo, hi = format_seconds(min(medians)), format_seconds(max(medians))
+    (low, unit), (_, same) = lo.split(" ", 1), hi.split(" ", 1)
+    span = lo if lo == hi else f"{low}-{hi}" if unit == same else f"{lo}-{hi}"
+    return f"{span} in {len(medians)} processes"
 
 
 def _unmeasured(recs: Sequence[CaseView], asked: set[str] | None = None) -> str:

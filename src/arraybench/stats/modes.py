@@ -39,6 +39,17 @@ def spread(medians: Sequence[float]) -> float:
     return max(positive) / min(positive) if len(positive) >= 2 else 1.0
 
 
+def two_modes(medians: Sequence[float]) -> tuple[list[float], list[float]] | None:
+    """A case's processes (their medians) split into two speeds: at the largest step between neighbours
+    in speed, where each side has two processes or more and the slowest is MODE_SPREAD× the fastest
+    (one slow process is a stall, not a mode); else None."""
+    xs = sorted(m for m in medians if m > 0)
+    if len(xs) < 4 or xs[-1] / xs[0] < MODE_SPREAD:
+        return None
+    cut = max(range(1, len(xs)), key=lambda i: xs[i] / xs[i - 1])
+    return (xs[:cut], xs[cut:]) if 2 <= cut <= len(xs) - 2 else None
+
+
 def mode_spread(point: float, family: Iterable[tuple[float, float]]) -> float:
     """The mode spread of a case whose point is `point`, from its family's cases as (point, spread):
     the largest spread of its neighbours where two of them or more reach MODE_SPREAD; else 1."""
