@@ -44,8 +44,9 @@ postgres:
 test: venv browser postgres
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
-# The unit tier: fake clocks, stub workers, synthetic records. Two workers as in `make test`: its
-# 67-77 s of CPU (most of it matplotlib drawing the report tests' plots) took 41 s on the 2-core VM.
+# The unit tier (tests/conftest.py declares which tests are integration tests): fake clocks, stub
+# workers, synthetic records. Two workers as in `make test`: its 67-77 s of CPU (most of it
+# matplotlib drawing the report tests' plots) took 41 s on the 2-core VM.
 test-fast: venv
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not integration"
 

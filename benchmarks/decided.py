@@ -17,7 +17,7 @@ from pathlib import Path
 
 def decided(path: Path) -> dict:
     from arraybench.report.answer import leads
-    from arraybench.report.model import ReportData
+    from arraybench.report.data import ReportData
     from arraybench.results import load_results
 
     res = load_results(path)

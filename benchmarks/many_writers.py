@@ -3,7 +3,7 @@ publish does: does every run land once, and does the reader see one consistent p
 
 The runs come from a SQLite store that benchmarks/thousand_runs.py built (1 000 runs, ~260 records
 each), dealt round-robin to the writers; each writer is an `arraybench push RUN... --to URL`
-process. Into a new database of a throwaway server (tests/pg_server.py, default settings, fsync
+process. Into a new database of a throwaway server (tests/helpers/pg_server.py, default settings, fsync
 on), or of the URL given. Meanwhile the reader reads in turn inside Store.snapshot() and outside
 it: the runs (`history`), the count of all records, and the newest run whole. A read is consistent
 when every run it lists holds all its records and the records it counts are those of the runs it
@@ -24,7 +24,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 from pg_server import throwaway_server  # noqa: E402
 

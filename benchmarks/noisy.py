@@ -65,7 +65,7 @@ def start_neighbour(seconds: float) -> subprocess.Popen:
 def pairs_and_sizes(path: Path) -> dict:
     """The pairs and sizes of one run, read as the report reads them."""
     from arraybench.report.answer import leads
-    from arraybench.report.model import ReportData
+    from arraybench.report.data import ReportData
     from arraybench.results import load_results
     from arraybench.stats import bracket
 

@@ -2,7 +2,7 @@
 
 A synthetic run (each record a real record's shape: 3 processes x 10 samples, backend info, layout)
 is imported into a local SQLite store (which derives and stores each case's figures), then pushed
-with the CLI into a new database of a throwaway server (tests/pg_server.py: default settings, fsync
+with the CLI into a new database of a throwaway server (tests/helpers/pg_server.py: default settings, fsync
 on), pushed again (nothing to add) and pulled into a new SQLite store. Each is timed `ROUNDS` times,
 each round on new databases; the medians are printed. A URL argument pushes into that database
 instead (one new run a round; the password from PGPASSWORD or ~/.pgpass).
@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 from pg_server import throwaway_server  # noqa: E402
 

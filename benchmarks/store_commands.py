@@ -2,7 +2,7 @@
 user runs it (a new process), in wall and CPU seconds.
 
 The store is one that benchmarks/thousand_runs.py built, or with --pg one it builds into a new
-database of a throwaway PostgreSQL server (tests/pg_server.py, default settings). compare takes the
+database of a throwaway PostgreSQL server (tests/helpers/pg_server.py, default settings). compare takes the
 two latest runs of the latest run's machine. With --src, every command runs with each source tree
 in turn (as PYTHONPATH), e.g. before and after a change; `open` is opening the store, which is
 where a newer tree migrates it.
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 OPEN = "import sys; from arraybench.store import Store; Store(sys.argv[1], create=False).close()"

@@ -24,7 +24,7 @@ from arraybench.results import Results
 from arraybench.results.run_ids import run_id
 from arraybench.store import Configured, StoredRun, default_store
 from arraybench.workloads import WORKLOADS
-from arraybench.workloads.base import DEFAULT_RTOL, Builder, Workload
+from arraybench.workloads.workload import DEFAULT_RTOL, Builder, Workload
 
 if TYPE_CHECKING:
     from arraybench.comparison import Comparison

@@ -1,6 +1,6 @@
 """Backend registry: names to adapter classes; importing it imports no framework."""
 
-from arraybench.backends.base import Backend, Unavailable
+from arraybench.backends.backend import Backend, Unavailable
 from arraybench.backends.cupy_backend import CupyBackend
 from arraybench.backends.jax_backend import JaxBackend
 from arraybench.backends.numba_backend import NumbaBackend

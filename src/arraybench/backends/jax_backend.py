@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend, Unavailable, to_host_tree
+from arraybench.backends.backend import Backend, Unavailable, to_host_tree
 from arraybench.errors import install_hint
 
 

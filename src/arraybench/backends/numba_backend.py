@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend, Unavailable
+from arraybench.backends.backend import Backend, Unavailable
 from arraybench.errors import install_hint
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
+from arraybench.backends.backend import Backend
 
 
 class NumpyBackend(Backend):

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend, Unavailable, to_host_tree
+from arraybench.backends.backend import Backend, Unavailable, to_host_tree
 from arraybench.core.usercache import setup_dir
 from arraybench.errors import install_hint
 

@@ -1,7 +1,7 @@
 """Command line: a thin layer over settings, plan, runner, results, store, compare and report.
 
 One module per group of subcommands, each with its options (`add_parser`) and handlers
-(`COMMANDS`); `options` holds the argument types they share and `exits` the exit codes.
+(`COMMANDS`); `arguments` holds the argument types they share and `exits` the exit codes.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 from arraybench import __version__
 from arraybench.cli import compare, info, lint, publish, report, run, store
+from arraybench.cli.arguments import Parser
 from arraybench.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, Terminated
-from arraybench.cli.options import Parser
 from arraybench.errors import UsageError
 
 COMMANDS = {**run.COMMANDS, **info.COMMANDS, **report.COMMANDS, **store.COMMANDS, **compare.COMMANDS,

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arraybench.cli.arguments import add_format_option, percent
 from arraybench.cli.exits import EXIT_FAILED_CASES, EXIT_OK
-from arraybench.cli.options import add_format_option, percent
 from arraybench.cli.store import add_store_option, load_all
 from arraybench.comparison import (
     DEFAULT_THRESHOLD,

@@ -7,8 +7,8 @@ from typing import Any
 
 from arraybench import comparison
 from arraybench.backends import BACKENDS
+from arraybench.cli.arguments import add_format_option
 from arraybench.cli.exits import EXIT_OK
-from arraybench.cli.options import add_format_option
 from arraybench.execution.probe import probe
 from arraybench.machine import host
 from arraybench.machine.device_survey import counts as survey_counts

@@ -10,8 +10,8 @@ from typing import Any
 from arraybench.cli.exits import EXIT_OK
 from arraybench.cli.store import add_store_option
 from arraybench.site import FULL_REPORTS, across, answer_text, write_site
-from arraybench.site.history import SiteHistory
-from arraybench.site.model import read_site
+from arraybench.site.history_pages import SiteHistory
+from arraybench.site.site_data import read_site
 from arraybench.store import Store
 
 

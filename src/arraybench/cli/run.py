@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arraybench import __version__
+from arraybench.cli.arguments import Parser, add_option
 from arraybench.cli.config import apply_config, project_config
 from arraybench.cli.exits import (
     EXIT_FAILED_CASES,
@@ -19,7 +20,6 @@ from arraybench.cli.exits import (
     Terminated,
     sigterm_as_interrupt,
 )
-from arraybench.cli.options import Parser, add_option
 from arraybench.cli.store import STORE_ENV, apply_store_environment
 from arraybench.envs.spec import run_envs
 from arraybench.errors import UsageError

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arraybench.cli.arguments import add_format_option
 from arraybench.cli.exits import EXIT_OK, EXIT_REGRESSION
-from arraybench.cli.options import add_format_option
 from arraybench.errors import UsageError
 from arraybench.output import formats, terminal
 from arraybench.report import environments, exports
-from arraybench.report.model import run_views
+from arraybench.report.data import run_views
 from arraybench.report.table import render_markdown, tables
 from arraybench.results import SCHEMA as RESULTS_SCHEMA
 from arraybench.results import Results, ResultsWriter, atomic_write_text, being_written, flat_record, load_results

@@ -4,7 +4,7 @@
 lists the settings and facts of the machine in which they differ; `outcome` is what a comparison
 found (CaseComparison, Comparison) and the text or Markdown table it reads as (render); `cases`
 makes it (`compare`: each case's verdict after the correction across cases, and its memory:
-`memory`); `rendering` shows it as JSON or CSV (render_as) and says when two runs are not like for
+`memory_change`); `rendering` shows it as JSON or CSV (render_as) and says when two runs are not like for
 like. The statistics they use are in stats/: stats/two_sample.py (ratio, interval, p-value,
 Benjamini–Hochberg) and stats/between_runs.py (the spread between runs of one machine).
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from arraybench.comparison import memory
+from arraybench.comparison import memory_change
 from arraybench.comparison.matching import (
     case_label,
     earlier_measurements,
@@ -161,10 +161,11 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
 
 
 def with_memory(cases: list[CaseComparison], threshold: float, paired: bool) -> list[CaseComparison]:
-    """Each case with its memory change (comparison/memory.py), corrected across the cases that have one."""
-    found = [memory.change(c.base, c.new, paired) if c.base.status == c.new.status == "ok" else None for c in cases]
+    """Each case with its memory change (comparison/memory_change.py), corrected across the cases that have one."""
+    found = [memory_change.change(c.base, c.new, paired) if c.base.status == c.new.status == "ok" else None
+             for c in cases]
     known = [m for m in found if m is not None]
     qs = scipy_stats().false_discovery_control([m.estimate.p_value for m in known], method="bh") if known else []
-    decided = iter(memory.decided(known, [float(q) for q in qs], threshold))
+    decided = iter(memory_change.decided(known, [float(q) for q in qs], threshold))
     return [dataclasses.replace(c, memory=next(decided) if m is not None else None) for c, m in zip(cases, found,
                                                                                                       strict=True)]

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from arraybench.comparison import memory
+from arraybench.comparison import memory_change
 from arraybench.output import formats
 from arraybench.results import Planned
 from arraybench.results.record import CaseRecord
@@ -40,7 +40,7 @@ class CaseComparison:
     result: SampleComparison | None
     verdict: str
     note: str
-    memory: memory.MemoryChange | None = None  # its memory, new over base (comparison/memory.py)
+    memory: memory_change.MemoryChange | None = None  # its memory, new over base (comparison/memory_change.py)
 
 
 @dataclass(frozen=True)
@@ -153,9 +153,9 @@ def render(cmp: Comparison, note: str | None, markdown: bool = False,
         geo = [[row, f"{g:.3f}", str(k)] for row, g, k in cmp.geometric_means()]
         if geo:
             blocks.append(table(GEO_HEADER, geo))
-        held = memory.table_rows([(c.label, c.row, c.memory) for c in cmp.cases if c.memory is not None])
+        held = memory_change.table_rows([(c.label, c.row, c.memory) for c in cmp.cases if c.memory is not None])
         if held:
-            blocks += ["Memory of a call (docs/memory.md)", table(memory.HEADER, held)]
+            blocks += ["Memory of a call (docs/memory.md)", table(memory_change.HEADER, held)]
     for side, only in ((cmp.base_name, cmp.only_base), (cmp.new_name, cmp.only_new)):
         if only:
             items = [f"- `{x}`" if markdown else f"  {x}" for x in only]

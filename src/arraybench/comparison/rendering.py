@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from arraybench.comparison import memory
+from arraybench.comparison import memory_change
 from arraybench.comparison.matching import different_settings, package_sides
 from arraybench.comparison.outcome import Comparison, render
 from arraybench.machine import packages
@@ -43,7 +43,7 @@ def case_rows(cmp: Comparison) -> list[dict[str, Any]]:
              "ratio": c.result.ratio if c.result else None,
              "ci95_low": c.result.ci95[0] if c.result else None, "ci95_high": c.result.ci95[1] if c.result else None,
              "p_value": c.result.p_value if c.result else None, "verdict": c.verdict, "note": c.note,
-             "run_variance": c.result.run_variance if c.result else None, **memory.json_fields(c.memory)}
+             "run_variance": c.result.run_variance if c.result else None, **memory_change.json_fields(c.memory)}
             for c in cmp.cases]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 # Paul Tol's and Okabe & Ito's colour-blind-safe schemes and their tints so that the twelve stay
 # apart for everyone: no two closer than CIEDE2000 8.5 under normal vision or simulated protanopia,
 # deuteranopia or tritanopia (Machado et al. 2009), where the earlier palette came to 2.3
-# (numba·eager against tensorflow·eager, for a protanope). tests/test_palette.py measures it.
+# (numba·eager against tensorflow·eager, for a protanope). tests/core/test_palette.py measures it.
 BACKEND_COLOURS = {
     "numpy": ("#004488", "#b2c6db"),
     "numba": ("#009988", "#88bbaa"),

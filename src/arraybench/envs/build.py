@@ -21,12 +21,12 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from arraybench.backends.base import OWN_VARIABLES
+from arraybench.backends.backend import OWN_VARIABLES
 from arraybench.core.env_spec import EnvSpec
 from arraybench.core.usercache import user_cache_dir
 from arraybench.envs.sources import Pinned
 from arraybench.errors import BUILT_MARK, UsageError
-from arraybench.machine import gpu
+from arraybench.machine import nvidia
 from arraybench.version import __version__
 
 Progress = Callable[[str], None]  # receives each line of a build's progress (uv's own lines among them)
@@ -143,7 +143,7 @@ def python_for(spec: EnvSpec, pins: Sequence[Pinned], progress: Progress) -> Pat
         require_arraybench(spec.name, spec.python)
         return spec.python
     source = arraybench_source()
-    rec = recipe(pins, source, cuda=bool(gpu.devices()))
+    rec = recipe(pins, source, cuda=bool(nvidia.devices()))
     root = cache_dir()
     final = root / rec.key()
     python = final / "bin" / "python"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol, TypedDict, Unpack
 
 from arraybench.backends import backend_class
-from arraybench.backends.base import child_env, thread_env
+from arraybench.backends.backend import child_env, thread_env
 from arraybench.core.case import Case, base_id, label, rivals
 from arraybench.core.device_tokens import kind_of
 from arraybench.errors import ENV_VARIABLE

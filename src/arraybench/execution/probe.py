@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arraybench.backends import BACKENDS
-from arraybench.backends.base import child_env, thread_env
+from arraybench.backends.backend import child_env, thread_env
 from arraybench.core.case import Case
 from arraybench.execution.parent import STARTUP_TIMEOUT, RunConfig, Worker, WorkerDied, WorkerTimeout
 from arraybench.machine import device_survey

@@ -4,7 +4,7 @@ A script or notebook is read (`source`), walked as it would run without running 
 each timing in it (a pair of clock reads, `timeit`, `%timeit`, `%%time`...) recorded with what
 its code does (`regions`), and every rule (`rules`) says where that makes the number wrong, why,
 and how to fix it (`check`). Where it can, the timed computation is written out as arraybench
-`@workload`s (`workload`), which `arraybench run --workload-file` measures honestly. Only the
+`@workload`s (`workload_writer`), which `arraybench run --workload-file` measures honestly. Only the
 standard library is used: linting imports no framework and never runs the user's code.
 """
 

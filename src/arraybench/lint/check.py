@@ -11,7 +11,7 @@ from arraybench.lint.regions import Region
 from arraybench.lint.rules import RULES
 from arraybench.lint.source import read_source
 from arraybench.lint.walk import timed_regions
-from arraybench.lint.workload import render
+from arraybench.lint.workload_writer import render
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from arraybench.machine import gpu
+from arraybench.machine import nvidia
 from arraybench.machine.caches import last_level_cache_bytes
 
 FRAMEWORKS = {
@@ -137,7 +137,7 @@ def git_commit(cwd: str | None = None) -> dict[str, Any] | None:
 
 def gpus() -> list[dict[str, Any]]:
     """NVIDIA GPUs (model, driver, CUDA, compute capability, clocks, L2), without a framework."""
-    return gpu.devices()
+    return nvidia.devices()
 
 
 def devices(gpu_list: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -186,7 +186,7 @@ def collect() -> dict[str, Any]:
         "cpu_flags": cpu_flags(),
         "cpu_frequency": cpu_frequency(),
         "gpus": found,
-        "gpu_links": gpu.links() if len(found) > 1 else [],
+        "gpu_links": nvidia.links() if len(found) > 1 else [],
         "devices": devices(found),
         "env": settings_env(),
     }

@@ -13,7 +13,7 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 # threshold follows at twice that.
 STEADY_MMAP_THRESHOLD = 32 * 2**20
 STEADY_TRIM_THRESHOLD = 2 * STEADY_MMAP_THRESHOLD
-# While memory is read (measure/memory.py): a block of 64 KiB or more that no free chunk holds is
+# While memory is read (measure/call_memory.py): a block of 64 KiB or more that no free chunk holds is
 # a fresh mapping of its own, and every free that leaves free memory at the top of an arena's heap
 # gives it back, so that what a call needs shows in the resident set rather than in pages kept.
 BARE_MMAP_THRESHOLD = 64 * 2**10

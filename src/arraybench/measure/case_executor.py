@@ -13,18 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend, Unavailable
+from arraybench.backends.backend import Backend, Unavailable
 from arraybench.core.case import Case, base_id
 from arraybench.errors import one_line
-from arraybench.machine import gpu
+from arraybench.machine import nvidia
+from arraybench.measure.call_memory import Counter, Phases, counter_for, figures
 from arraybench.measure.casecache import CaseCache, Entry
 from arraybench.measure.compilecache import entries, first_call_state, uses_compile_cache
 from arraybench.measure.hostspeed import measure_memory_reference, measure_reference, thread_waits
-from arraybench.measure.memory import Counter, Phases, counter_for, figures
 from arraybench.measure.timing import VISIT_S, Pause, Timer, TimerConfig
 from arraybench.results.record import CaseRecord, stats_fields
 from arraybench.workloads import blank_record, resolve_workload
-from arraybench.workloads.base import Tolerance, Workload, leaves
+from arraybench.workloads.workload import Tolerance, Workload, leaves
 
 PAGE, LINE = 4096, 64
 
@@ -98,14 +98,14 @@ class CaseExecutor:
         self.cache = cache or CaseCache(None)
         self.full_check = full_check
         self.compile_cache = compile_cache
-        self.l2_bytes = gpu.l2_bytes() if backend.pipelined else None
-        self.clocks = gpu.ClockWatch() if backend.pipelined else None
+        self.l2_bytes = nvidia.l2_bytes() if backend.pipelined else None
+        self.clocks = nvidia.ClockWatch() if backend.pipelined else None
         # How long this worker's threads waited for a CPU, read beside every sample (hostspeed.ThreadWaits).
         self.waits = thread_waits()
 
     @cached_property
     def memory(self) -> Counter | str:
-        """What reads the memory of this worker's cases' calls (memory.py), or why nothing can here;
+        """What reads the memory of this worker's cases' calls (call_memory.py), or why nothing can here;
         asked once, at the first case timed."""
         return counter_for(self.backend)
 

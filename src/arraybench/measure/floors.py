@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
+from arraybench.backends.backend import Backend
 from arraybench.measure.timing import Timer, TimerConfig
 
 # A floor is a few microseconds at most: a short sampling pins it, and the worker's start-up

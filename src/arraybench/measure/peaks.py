@@ -200,7 +200,7 @@ def measure(threads: int, gpu: bool = False) -> dict[str, Any]:
         except json.JSONDecodeError:
             raise UsageError("ARRAYBENCH_PEAKS must be 'skip' or a JSON object of peaks") from None
         return {**stated, "method": "stated by ARRAYBENCH_PEAKS"}
-    from arraybench.backends.base import child_env, thread_env
+    from arraybench.backends.backend import child_env, thread_env
 
     env = child_env(thread_env(threads))
 

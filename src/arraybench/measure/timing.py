@@ -43,7 +43,7 @@ FIRST_CALL, CALL = "first_call", "call"
 
 
 class MemoryWatch(Protocol):
-    """What brackets the memory of a phase of calls (measure/memory.Phases): `start` before it, outside
+    """What brackets the memory of a phase of calls (measure/call_memory.Phases): `start` before it, outside
     the timed region, and `stop(phase)` after it."""
 
     def start(self) -> None: ...

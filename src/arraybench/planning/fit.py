@@ -29,8 +29,8 @@ from arraybench.errors import UsageError
 from arraybench.planning.refine import at_size, size_param
 from arraybench.results.record import CaseRecord
 from arraybench.units import format_size, memory_size
-from arraybench.workloads.base import Workload
 from arraybench.workloads.sizes import fixed_params
+from arraybench.workloads.workload import Workload
 
 PREFIX = "fit:"
 # A probe is at most this many times the largest size that fitted...

@@ -1,7 +1,7 @@
 """The options of a run, each declared once: its name, how the command line reads it, its flag, help and
 choices, and the `RunSettings` field it makes. `arraybench run`'s parser is made from this table
 (cli/run.py), `arraybench.run` takes each as a keyword of the same name (api.py), and `run_settings`
-turns the values given into the settings; `tests/test_settings.py` holds the three to it.
+turns the values given into the settings; `tests/planning/test_settings.py` holds the three to it.
 
 An option not given is None (a flag: False) in all of them; the default a run then gets is
 `RunSettings`' own (the sampling options': the run's timer, `settings.sampling`), which the help states.
@@ -16,7 +16,7 @@ from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.planning.settings import RunSettings, default_threads, parse_list, parse_params, sampling
 from arraybench.planning.suites import SUITES
 
-# How the command line reads an option's text (cli/options.ARGUMENT_TYPES gives each its argparse
+# How the command line reads an option's text (cli/arguments.ARGUMENT_TYPES gives each its argparse
 # type or action): as it is; a comma-separated list; NAME=VALUE pairs; a number (positive ones
 # refused below 1 or 0); a size in bytes such as 2G; a flag; an option given again for each value.
 ArgumentType = Literal["text", "list", "params", "int", "float", "positive_int", "positive_float",

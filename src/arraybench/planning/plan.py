@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from arraybench.backends import backend_class
-from arraybench.backends.base import Backend
+from arraybench.backends.backend import Backend
 from arraybench.core.case import Case
 from arraybench.core.device_tokens import DeviceSpec, kind_of
 from arraybench.errors import UsageError, unknown
@@ -14,7 +14,7 @@ from arraybench.planning import fit
 from arraybench.planning.settings import RunSettings
 from arraybench.planning.suites import suite_parts
 from arraybench.workloads import WORKLOADS, resolve_workload
-from arraybench.workloads.base import Workload
+from arraybench.workloads.workload import Workload
 
 
 def build_plan(s: RunSettings) -> list[Case]:

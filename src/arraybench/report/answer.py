@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from arraybench.core.device_tokens import kind_of
-from arraybench.report import bound, devices, memory
+from arraybench.report import bound, devices, memory_section
 from arraybench.report.crossovers import Crossover
-from arraybench.report.model import ReportData
+from arraybench.report.data import ReportData
 from arraybench.report.table import listed, size_text, tie_seen
 from arraybench.report.view import CaseView, timed
 from arraybench.stats import bracket, modes
@@ -71,7 +71,7 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record.dtype == dtype
                                    and s.points[0].record.machine == machine and s.fixed == fixed
                                    and (s.points[0].record.env or "") == env])
-        said = (_why(data, name, ok), memory.sentence(data, name, ok), spread, _spells(data, name, ok),
+        said = (_why(data, name, ok), memory_section.sentence(data, name, ok), spread, _spells(data, name, ok),
                 _modes(data, name, ok), unmeasured)
         out.append(Answer(wl, dtype, machine, verdict, " ".join(t for t in said if t),
                           data.problem(every[0]), unmeasured, fixed, env))

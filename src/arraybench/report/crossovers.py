@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 
-from arraybench.report.model import ReportData
+from arraybench.report.data import ReportData
 from arraybench.report.view import CaseView
 from arraybench.stats import bracket
 from arraybench.units import format_seconds

@@ -12,7 +12,7 @@ from typing import Any
 from arraybench.core.case import label as case_label
 from arraybench.core.device_tokens import kind_of
 from arraybench.core.palette import colour
-from arraybench.report.model import ReportData
+from arraybench.report.data import ReportData
 from arraybench.report.view import timed
 from arraybench.results.record import CaseRecord
 from arraybench.stats import bracket

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from arraybench.report.model import run_views
+from arraybench.report.data import run_views
 from arraybench.results import Results
 from arraybench.results.record import CaseRecord
 

@@ -7,7 +7,7 @@ import io
 import json
 from typing import Any
 
-from arraybench.report.model import ReportData
+from arraybench.report.data import ReportData
 from arraybench.report.view import FIGURES, CaseView
 from arraybench.results.record import FIELDS
 

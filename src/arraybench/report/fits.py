@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from arraybench.output.formats import markdown_table, text_table
 from arraybench.planning import fit
-from arraybench.report.model import ReportData
+from arraybench.report.data import ReportData
 from arraybench.report.table import size_text
 from arraybench.units import format_size
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from arraybench.core.device_tokens import kind_of
 from arraybench.core.palette import FAILED_GREY, FAILED_RED, NOT_RUN_GREY, colour
-from arraybench.report import bound, devices, memory, vmap, winners
+from arraybench.report import bound, devices, memory_section, vmap, winners
 from arraybench.report.crossovers import Crossover, sweeps
-from arraybench.report.model import NOT_RUN, ReportData, status_word
+from arraybench.report.data import NOT_RUN, ReportData, status_word
 from arraybench.report.table import size_text
 from arraybench.report.view import CaseView, quartiles, timed
 from arraybench.results import atomic_path
@@ -95,11 +95,11 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
                      "backend·mode changes, the grey bar the two measured sizes that bracket it; every "
                      "crossover between any two backend·modes is in crossovers.csv.",
                      scaling_figure(data, wl, name, series, here, f"{dtype}, {machine}" + _fixed(fixed)))
-                if memory.measured(series):  # beside the time: the memory each backend·mode needs
+                if memory_section.measured(series):  # beside the time: the memory each backend·mode needs
                     save(f"memory-{slug(wl)}{suffix}",
                          f"{wl}{f' ({problem})' if problem else ''}: memory with {name}",
-                         memory.CAPTION.format(name=name),
-                         memory.figure(data, wl, name, series, f"{dtype}, {machine}" + _fixed(fixed)))
+                         memory_section.CAPTION.format(name=name),
+                         memory_section.figure(data, wl, name, series, f"{dtype}, {machine}" + _fixed(fixed)))
             for dtype in dtypes:
                 # Backends unavailable here are one line at the top of the report, not a bar each.
                 recs = [r for r in all_recs if r.dtype == dtype and r.status != "unavailable"]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arraybench.report.model import ReportData, status_word
+from arraybench.report.data import ReportData, status_word
 from arraybench.report.view import CaseView, timed
 from arraybench.stats import bracket
 from arraybench.units import format_seconds

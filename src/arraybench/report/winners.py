@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from arraybench.core.palette import FAILED_GREY, FAILED_RED, colour, ink
-from arraybench.report import memory
+from arraybench.report import memory_section
 from arraybench.report.answer import leads
 from arraybench.report.crossovers import Crossover
-from arraybench.report.model import ReportData, status_word
+from arraybench.report.data import ReportData, status_word
 from arraybench.report.table import size_text, tie_seen
 from arraybench.report.view import CaseView, timed
 from arraybench.results.record import FAILED
@@ -143,7 +143,7 @@ def _memory_cells(data: ReportData, recs: Sequence[CaseView]) -> tuple[Cell, ...
     for size in sorted({r.size for r in recs}, key=size_sort_key):
         ranked = sorted((r for r in recs if r.size == size), key=lambda r: r.memory_bytes or 0)
         best, second = ranked[0], ranked[1] if len(ranked) > 1 else None
-        tied = second is not None and memory.apart(best, second) != -1
+        tied = second is not None and memory_section.apart(best, second) != -1
         ratio = (second.memory_bytes or 0) / best.memory_bytes if second and best.memory_bytes and not tied else None
         cells.append(Cell(size, data.label(best), data.label(second) if tied and second else None, ratio, (), None))
     return tuple(cells)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from arraybench.errors import UsageError
 from arraybench.report import answer, bound, crossovers, devices, fits, gpu, table, vmap, winners
+from arraybench.report.data import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, host_line, memory_reference
 from arraybench.report.files import csv_text
-from arraybench.report.model import BUSY_HOST, BUSY_MEMORY, ReportData, environment_rows, host_line, memory_reference
 from arraybench.results import Results
 from arraybench.results.atomic import atomic_write_text
 from arraybench.results.header import Analysis
@@ -135,7 +135,7 @@ def write_all(results: Sequence[Results], out_dir: Path,
               draw: Callable[[list[str], list[list[str]]], str] | None = None, linked_plots: bool = False) -> Report:
     """Write report.md, results.csv, crossovers.csv, plots/*.svg|png and report.html for one or more results files.
     `linked_plots`: report.html shows plots/ beside it instead of embedding them (the published site's)."""
-    from arraybench.report.html import render_html
+    from arraybench.report.page import render_html
     from arraybench.report.plots import write_plots
 
     try:

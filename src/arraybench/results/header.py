@@ -202,7 +202,7 @@ class HeaderSettings(Part):
 
 @dataclass(frozen=True, eq=False)
 class Analysis(Part):
-    """What reading a run worked out beyond its records (report.model.analysis): never written to a
+    """What reading a run worked out beyond its records (report.data.analysis): never written to a
     results file, set on the header the report reads."""
 
     prior: VariancePrior | None = declared("the spread between processes pooled over the run's cases",

@@ -46,7 +46,7 @@ def process_rounds(r: CaseRecord) -> list[int]:
 
 def memory_by_round(r: CaseRecord) -> dict[int, float]:
     """Each process's `memory_bytes` by the round it ran in (those that measured one): what pairs a case's
-    memory with its rivals' (stats/memory.py)."""
+    memory with its rivals' (stats/memory_order.py)."""
     figures = [p.memory_bytes for p in r.replicates] if r.replicates else [r.memory_bytes]
     return {k: float(m) for k, m in zip(process_rounds(r), figures, strict=True) if m is not None}
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from arraybench.errors import UsageError
 from arraybench.report.writer import write_all
 from arraybench.results.atomic import atomic_write_text
-from arraybench.site.answer import across
-from arraybench.site.html import (
+from arraybench.site.across_machines import across
+from arraybench.site.pages import (
     GENERATOR,
     framework_page,
     index_page,
@@ -25,7 +25,7 @@ from arraybench.site.html import (
     slug,
     workload_page,
 )
-from arraybench.site.model import Run, SiteData, stored_runs
+from arraybench.site.site_data import Run, SiteData, stored_runs
 
 # The folders of pages a site holds beside its index.html and runs/; publishing again rewrites those that changed.
 PAGE_FOLDERS = ("workloads", "frameworks", "history")
@@ -86,7 +86,7 @@ def write_site(site: SiteData, out_dir: Path, store: str, pointed: Collection[st
     full_report_runs keeps one) into `out_dir`, replacing a site published there before. Only
     what changed is written: a page whose text is the same, a run whose records are, is kept.
     `store` is where the runs are read from, whole, for their own pages; it is written nowhere.
-    `history` is site/history.py's pages by path (each case over time), `changes` its list of
+    `history` is site/history_pages.py's pages by path (each case over time), `changes` its list of
     detected changes for the index's first screen; `full_reports`, each machine's latest runs that
     keep their full report beside those `pointed` at."""
     _check(out_dir)

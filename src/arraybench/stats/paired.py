@@ -66,7 +66,7 @@ def kept(d: Sequence[float]) -> list[float]:
     another state, while ±20 % between processes is the spread the interval must show. And at most
     one round in four: where more are far out, the states are common, not rare, and every round is
     kept (the interval is then wide, and the stop rule asks for more rounds). On normal differences
-    the rule drops no round (tests/test_paired.py); the rounds it was made for lie 2× to 100× out.
+    the rule drops no round (tests/stats/test_paired.py); the rounds it was made for lie 2× to 100× out.
     """
     if len(d) < MIN_ROUNDS_TO_JUDGE:
         return list(d)
@@ -108,7 +108,7 @@ def trimmed(d: Sequence[float], trim: float = TRIM) -> PairedPoint:
     in full and a rule that leaves rounds out reads them by luck (kept). The trimmed mean sets aside
     a fixed share at both ends, whatever the rounds read, so a spell on either side moves neither the
     point nor, through the winsorized spread, the interval much; on normal differences its interval
-    covers 95 % (tests/test_paired.py), at 8 rounds and more, where a fifth is at least one round.
+    covers 95 % (tests/stats/test_paired.py), at 8 rounds and more, where a fifth is at least one round.
     """
     s = sorted(d)
     n = len(s)
@@ -172,7 +172,7 @@ def paired_log_ratio(old: Mapping[int, float], new: Mapping[int, float],
     (measurement.point_variance). From TRIM_FROM_ROUNDS on, the point is their trimmed mean and its
     variance Yuen's (`trimmed`). Either variance is shrunk toward `prior` (paired_prior), and the
     degrees of freedom are the case's plus the prior's. On normal differences the interval covers
-    95-97 % from 2 to 16 rounds (tests/test_paired.py).
+    95-97 % from 2 to 16 rounds (tests/stats/test_paired.py).
     """
     every = all_differences(old, new)
     spread = spread_of(every)

@@ -3,7 +3,7 @@
 A case whose verdict is still open (between environments, or which backend·mode is fastest)
 gets another round, one more process of each side; a decided one stops. Looking after every
 round and stopping at the first verdict would give false verdicts far more often than the
-nominal rate: every look is one more chance for noise to cross the line (tests/test_sequential.py:
+nominal rate: every look is one more chance for noise to cross the line (tests/stats/test_sequential.py:
 8 looks at 5 % each gave 14 % false verdicts on identical sides, the rule 0.8 %). So the looks are
 bounded: a case is looked at with `first_round` rounds, then each time its rounds have grown by
 half (3, 5, 8, 12, 18, … rounds) and at `max_rounds`, K looks at most, and each look reads its

@@ -361,7 +361,7 @@ class Store:
         """Write the report's derived figures of run `rid` onto the latest record of each of its
         cases (and clear them from a case's earlier attempts); returns how many rows changed.
         `results`: the run as loaded already (the same records as stored), to spare loading it again."""
-        from arraybench.report.model import run_views  # the report is heavier than the store
+        from arraybench.report.data import run_views  # the report is heavier than the store
 
         latest = dict(self.db.execute("SELECT case_id, MAX(seq) FROM cases WHERE run_id = ? GROUP BY case_id",
                                       (rid,)).fetchall())

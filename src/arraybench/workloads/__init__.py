@@ -20,9 +20,9 @@ from arraybench.workloads import (
     vmap_convolve,
     vmap_pergrad,
 )
-from arraybench.workloads.base import Check, Workload
 from arraybench.workloads.linreg import linreg, linreg_autodiff
 from arraybench.workloads.userfile import load_workload_file
+from arraybench.workloads.workload import Check, Workload
 
 # The source documents' operations. (Every workload's check demands the case's dtype.)
 OPERATIONS = (

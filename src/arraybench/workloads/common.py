@@ -5,8 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
-from arraybench.workloads.base import Check, Workload, leaves
+from arraybench.backends.backend import Backend
+from arraybench.workloads.workload import Check, Workload, leaves
 
 NO_FUSE = "cupy.fuse fuses element-wise kernels only; this op is already one library call"
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
-from arraybench.workloads.base import Preset, Workload
+from arraybench.backends.backend import Backend
 from arraybench.workloads.common import register_everywhere
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Preset, Workload
 
 SIZES: dict[str, Preset] = {"small": {"n": 1_000}, "large": {"n": 1_000_000}, "sweep": log_sweep("n", 100, 1_000_000)}
 

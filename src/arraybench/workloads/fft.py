@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.workloads.base import Workload
 from arraybench.workloads.common import eps, norm_check, register_everywhere
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Workload
 
 fft = Workload(
     name="fft",

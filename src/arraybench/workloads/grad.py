@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
+from arraybench.backends.backend import Backend
 from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.backends.torch_backend import TorchBackend
-from arraybench.workloads.base import Workload
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Workload
 
 grad = Workload(
     name="grad",

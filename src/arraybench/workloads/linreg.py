@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
-from arraybench.workloads.base import Workload
+from arraybench.backends.backend import Backend
+from arraybench.workloads.workload import Workload
 
 SIZES = [2, 3, 5, 10, 20, 30, 50, 100]  # the sweep: document 001 went from 2 to 100 features
 

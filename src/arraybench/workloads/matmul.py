@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
-from arraybench.workloads.base import SAFETY, Check, Sketch, Workload, leaves
+from arraybench.backends.backend import Backend
 from arraybench.workloads.common import NO_FUSE, eps, norm_check, register_everywhere
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import SAFETY, Check, Sketch, Workload, leaves
 
 
 def _make(name: str, description: str, presets: dict[str, Any], default_presets: tuple[str, ...],

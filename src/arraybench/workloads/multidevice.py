@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Unavailable
-from arraybench.workloads.base import COPY, FIRST, SPLIT, Spread, Workload
+from arraybench.backends.backend import Unavailable
 from arraybench.workloads.common import exact_check
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import COPY, FIRST, SPLIT, Spread, Workload
 
 BATCH = 8  # dp_matmul's matrices; splits evenly over 1, 2, 4 and 8 devices
 ROWS = 8  # allreduce's rows: one or more per device up to 8 devices

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
-from arraybench.workloads.base import Workload
+from arraybench.backends.backend import Backend
 from arraybench.workloads.common import numba_compiled, register_everywhere
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Workload
 
 
 def _make(name: str, description: str, flops_per_element: float) -> Workload:

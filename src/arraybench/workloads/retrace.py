@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
-from arraybench.workloads.base import Check, Workload, leaves, relative_check
+from arraybench.backends.backend import Backend
+from arraybench.workloads.workload import Check, Workload, leaves, relative_check
 
 
 def _make(name: str, description: str) -> Workload:

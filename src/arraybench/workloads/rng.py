@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
+from arraybench.backends.backend import Backend
 from arraybench.backends.cupy_backend import CupyBackend
 from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.backends.torch_backend import TorchBackend
-from arraybench.workloads.base import Check, Workload, leaves
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Check, Workload, leaves
 
 SEED = 0
 

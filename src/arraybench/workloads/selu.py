@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
+from arraybench.backends.backend import Backend
 from arraybench.backends.cupy_backend import CupyBackend
 from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.backends.torch_backend import TorchBackend
-from arraybench.workloads.base import Workload
 from arraybench.workloads.common import numba_compiled
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Workload
 
 ALPHA, LAMBDA = 1.67, 1.05  # document 004's constants
 

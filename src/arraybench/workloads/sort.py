@@ -4,9 +4,9 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.workloads.base import Workload
 from arraybench.workloads.common import exact_check, register_everywhere
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Workload
 
 sort = Workload(
     name="sort",

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend, Unavailable
+from arraybench.backends.backend import Backend, Unavailable
 from arraybench.backends.cupy_backend import CupyBackend
 from arraybench.backends.jax_backend import JaxBackend
 from arraybench.backends.torch_backend import TorchBackend
-from arraybench.workloads.base import Workload
 from arraybench.workloads.common import exact_check
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Workload
 
 
 def _make(name: str, description: str, host_args: bool) -> Workload:

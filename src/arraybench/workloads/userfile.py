@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from arraybench.errors import UsageError, install_hint
-from arraybench.workloads.base import Workload
+from arraybench.workloads.workload import Workload
 
 # Per file: its modification time when imported, and its workloads.
 _loaded: dict[str, tuple[int, dict[str, Workload]]] = {}

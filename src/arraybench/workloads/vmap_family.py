@@ -10,9 +10,9 @@ reference and work counts: the same answer three ways.
 from collections.abc import Callable
 from typing import Any
 
-from arraybench.backends.base import Backend
-from arraybench.workloads.base import Workload
+from arraybench.backends.backend import Backend
 from arraybench.workloads.sizes import log_sweep
+from arraybench.workloads.workload import Workload
 
 LOOP, VMAP, BATCHED = "loop", "vmap", "batched"
 FORMS = (LOOP, VMAP, BATCHED)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from arraybench.backends.base import Backend
+from arraybench.backends.backend import Backend
 from arraybench.backends.tensorflow_backend import TensorflowBackend
 from arraybench.backends.torch_backend import TorchBackend
 from arraybench.workloads.vmap_family import (

@@ -1,0 +1,1 @@
+"""Tests of arraybench.cli (src/arraybench/cli/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.comparison (src/arraybench/comparison/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.core (src/arraybench/core/)."""

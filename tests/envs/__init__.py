@@ -1,0 +1,1 @@
+"""Tests of arraybench.envs (src/arraybench/envs/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.execution (src/arraybench/execution/)."""

@@ -1,0 +1,67 @@
+"""A worker says what its start cost, phase by phase."""
+
+import importlib.util
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from arraybench.backends.backend import child_env
+from arraybench.backends.tensorflow_backend import TensorflowBackend
+from arraybench.core.case import Case
+from arraybench.execution.child import process_age
+from arraybench.execution.parent import RunConfig, Worker
+from arraybench.measure.timing import TimerConfig
+
+IMPORTED = time.monotonic()
+
+
+def test_process_age_counts_from_the_process_start_not_from_a_later_moment():
+    age = process_age()
+    assert age is not None
+    assert age >= time.monotonic() - IMPORTED  # this module was imported after the process started
+    time.sleep(0.05)
+    later = process_age()
+    assert later is not None and 0.04 < later - age < 1.0
+
+
+def ready_info(case: Case, log_dir: Path) -> dict:
+    """What a worker for `case`, asked for its mode's floor, says once it has started."""
+    worker = Worker(case, RunConfig(TimerConfig(), 0, 60.0, log_dir), floors=(case.mode,))
+    try:
+        worker.start()
+    finally:
+        worker.kill()
+    assert worker.info is not None
+    return worker.info
+
+
+def test_the_ready_info_carries_each_phase_of_the_workers_start(tmp_path: Path):
+    startup = ready_info(Case("sort", (("n", 8),), "numpy", "eager", "float64", 1), tmp_path / "logs")["startup"]
+    phases = ("interpreter_s", "harness_s", "import_s", "info_s", "floors_s")
+    assert all(startup[p] >= 0 for p in phases)
+    # Phases one after another, within the clock ticks (10 ms) the process start is known to.
+    assert startup["total_s"] >= sum(startup[p] for p in phases) - 0.011
+    assert startup["total_s"] < 60
+
+
+def test_an_eager_only_torch_worker_compiles_no_empty_call(tmp_path: Path):
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    info = ready_info(Case("elementwise_add", (("n", 8),), "torch", "eager", "float32", 1), tmp_path / "logs")
+    # The jit floor's torch.compile cost this worker 10-30 s of start-up before it was asked for modes.
+    assert set(info["empty_call_s"]) == {"eager"} and "empty_call_errors" not in info
+
+
+def test_tensorflow_loads_without_keras_and_keras_still_loads_when_asked():
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed")
+    be = TensorflowBackend(1, "float32")
+    code = ("import sys; from arraybench.backends.tensorflow_backend import TensorflowBackend as T\n"
+            "be = T(1, 'float32'); be.load(); print('keras' in sys.modules)\n"
+            "print(be.tf.keras.layers.Dense(2)(be.tf.ones((1, 3))).shape)")
+    out = subprocess.run([sys.executable, "-c", code], env=child_env(be.env()), capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split("\n")
+    assert out[:2] == ["False", "(1, 2)"]

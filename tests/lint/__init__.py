@@ -1,0 +1,1 @@
+"""Tests of arraybench.lint (src/arraybench/lint/)."""

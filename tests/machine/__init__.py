@@ -1,0 +1,1 @@
+"""Tests of arraybench.machine (src/arraybench/machine/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.measure (src/arraybench/measure/)."""

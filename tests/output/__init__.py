@@ -1,0 +1,1 @@
+"""Tests of arraybench.output (src/arraybench/output/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.planning (src/arraybench/planning/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.report (src/arraybench/report/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.results (src/arraybench/results/)."""

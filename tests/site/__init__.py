@@ -1,0 +1,1 @@
+"""Tests of arraybench.site (src/arraybench/site/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.stats (src/arraybench/stats/)."""

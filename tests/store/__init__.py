@@ -1,0 +1,1 @@
+"""Tests of arraybench.store (src/arraybench/store/)."""

@@ -1,0 +1,1 @@
+"""Tests of arraybench.workloads (src/arraybench/workloads/)."""
