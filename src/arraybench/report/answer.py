@@ -71,8 +71,9 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
         spread = devices.in_words([s for s in scaling if s.workload == wl and s.points[0].record.dtype == dtype
                                    and s.points[0].record.machine == machine and s.fixed == fixed
                                    and (s.points[0].record.env or "") == env])
-        said = (_why(data, name, ok), memory_section.sentence(data, name, ok), spread, _spells(data, name, ok),
-                _modes(data, name, ok), unmeasured)
+        open_sizes = _open_sizes(ok)
+        said = (_why(data, name, ok), memory_section.sentence(data, name, ok), spread,
+                _spells(data, name, ok, open_sizes), _modes(data, name, open_sizes), unmeasured)
         out.append(Answer(wl, dtype, machine, verdict, " ".join(t for t in said if t),
                           data.problem(every[0]), unmeasured, fixed, env))
     return out
@@ -89,16 +90,24 @@ def _asked(data: ReportData, machine: str) -> set[str] | None:
 SPELLS_OPEN = 1 / 3
 
 
-def _spells(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
-    """'Open at n = 1000 while slow spells of the host reached 4 of the 6 processes of its leaders (18 %
-    of this run's): more rounds (--budget) or a quieter host would decide it.', where the host's spells
-    are why sizes have no winner (they reached SPELLS_OPEN of the tied cases' processes); else ''."""
-    sizes, reached, processes = [], 0, 0
+def _open_sizes(recs: Sequence[CaseView]) -> list[tuple[Any, list[CaseView]]]:
+    """Each size with no winner beyond noise, with its fastest and the cases within noise of it."""
+    out = []
     for s in _sizes(recs):
         ranked = _at(recs, s)
-        if len(ranked) < 2 or bracket.order(ranked[0], ranked[1]) == -1:
-            continue
-        tied = [r for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
+        if len(ranked) >= 2 and bracket.order(ranked[0], ranked[1]) != -1:
+            out.append((s, _within_noise(ranked)))
+    return out
+
+
+def _spells(data: ReportData, name: str, recs: Sequence[CaseView], open_sizes: list[tuple[Any, list[CaseView]]]
+            ) -> str:
+    """'Open at n = 1000 while slow spells of the host reached 4 of the 6 processes of its leaders (18 %
+    of this run's): more rounds (--budget) or a quieter host would decide it.', where the host's spells
+    are why sizes have no winner (`open_sizes`: _open_sizes; they reached SPELLS_OPEN of the tied cases'
+    processes); else ''."""
+    sizes, reached, processes = [], 0, 0
+    for s, tied in open_sizes:
         hit, total = sum(r.spelled for r in tied), sum(r.n_processes or 1 for r in tied)
         if total and hit >= SPELLS_OPEN * total:
             sizes.append(s)
@@ -115,21 +124,18 @@ def _spells(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
             "would decide it.")
 
 
-def _modes(data: ReportData, name: str, recs: Sequence[CaseView]) -> str:
+def _modes(data: ReportData, name: str, open_sizes: list[tuple[Any, list[CaseView]]]) -> str:
     """'At n = 1000 the processes of jax·jit fell into two speeds, 5.09-5.41 µs in 4 processes and
     27.9-58.9 µs in 2 processes, which leaves its place open: more processes (--processes or --budget)
     would decide it.', where a size has no winner and one of the cases tied there has processes in two
-    modes (stats/modes.two_modes); else ''.
+    modes (stats/modes.two_modes; `open_sizes`: _open_sizes); else ''.
     Such a case's median moves with the share of its processes that landed in each mode, so no number of
     rounds that a spell would need settles it quickly."""
     found = []
-    for s in _sizes(recs):
-        ranked = _at(recs, s)
-        if len(ranked) < 2 or bracket.order(ranked[0], ranked[1]) == -1:
-            continue
-        for r in ranked:
+    for s, tied in open_sizes:
+        for r in tied:
             split = modes.two_modes([math.exp(x) for _, x in r.rounds])  # each process's, spells set aside
-            if (r is ranked[0] or bracket.order(ranked[0], r) != -1) and split is not None:
+            if split is not None:
                 found.append((s, r, split))
     if not found:
         return ""
@@ -259,9 +265,14 @@ def _leader(data: ReportData, ranked: Sequence[CaseView]) -> str | None:
     return data.label(ranked[0])
 
 
+def _within_noise(ranked: Sequence[CaseView]) -> list[CaseView]:
+    """The fastest by the medians at one size (`ranked`: _at) and every case within noise of it."""
+    return [r for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
+
+
 def _tied(data: ReportData, ranked: Sequence[CaseView]) -> list[str]:
     """The fastest by the medians at one size and every backend·mode within noise of it."""
-    return [data.label(r) for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
+    return [data.label(r) for r in _within_noise(ranked)]
 
 
 def _tie_words(data: ReportData, ranked: Sequence[CaseView]) -> tuple[str, frozenset[str]]:
@@ -269,7 +280,7 @@ def _tie_words(data: ReportData, ranked: Sequence[CaseView]) -> tuple[str, froze
     by its median and the backend·modes within noise of it; where two of those are apart beyond noise
     themselves, 'numba·jit and torch·eager are each within noise of numpy·eager'. With what it claims,
     which noise may order either way (the words differ only in the order of the names)."""
-    tied = [r for r in ranked if r is ranked[0] or bracket.order(ranked[0], r) != -1]
+    tied = _within_noise(ranked)
     names = [data.label(r) for r in tied]
     if all(bracket.order(a, b) == 0 for i, a in enumerate(tied) for b in tied[i + 1:]):
         return f"{listed(names)} are within noise of each other", frozenset(names)
