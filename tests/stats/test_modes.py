@@ -1,16 +1,19 @@
 """Process modes (stats/modes.py): two runs whose processes landed in different modes of a framework
 are no change; a change beyond the modes, or of a family or time scale without them, still is."""
 
+import pytest
+
 from arraybench.comparison import compare
 from arraybench.results import load_results
 from arraybench.stats import modes
 from arraybench.stats.verdicts import FASTER, NOISY, SLOWER
-from tests.comparison.test_compare import processes, record, results_file, scaled
+from tests.comparison.test_compare import processes, record, rep, results_file, scaled
 
 
 def test_a_spread_is_the_slowest_process_over_the_fastest():
-    assert modes.spread([5e-6, 28e-6, 5.2e-6]) == 28e-6 / 5e-6
-    assert modes.spread([5e-6]) == 1.0
+    # A mode spread is Replicated.spread + 1: the slowest process's median over the fastest's.
+    assert 1 + rep([[5e-6] * 3, [28e-6] * 3, [5.2e-6] * 3]).spread == pytest.approx(28e-6 / 5e-6)
+    assert 1 + rep([[5e-6] * 3]).spread == 1.0
 
 
 def test_modes_need_two_neighbours_of_the_case_with_processes_apart():

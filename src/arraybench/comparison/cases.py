@@ -82,9 +82,9 @@ def moded(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
     least this far apart within one of the runs."""
     if c.verdict not in (SLOWER, FASTER) or c.result is None:
         return c
-    own = [m.medians for m in (base.reading.measured(c.base), new.reading.measured(c.new)) if m is not None]
+    own = [m for m in (base.reading.measured(c.base), new.reading.measured(c.new)) if m is not None]
     spread = max(base.reading.mode_spread(c.base), new.reading.mode_spread(c.new),
-                 *(s for m in own if (s := modes.spread(m)) >= modes.MODE_SPREAD))
+                 *(s for m in own if (s := 1 + m.spread) >= modes.MODE_SPREAD))
     if not modes.explained(c.result.ratio, spread):
         return c
     why = (f"{c.new.backend}·{c.new.mode}'s processes at this time scale fell into modes up to ×{spread:.1f} "

@@ -180,7 +180,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
     found: dict[Family, list[tuple[float, float]]] = defaultdict(list)
     for r in latest.values():
         if r.status == "ok" and (m := alone[id(r)]) is not None and m.processes > 1:
-            found[family(r)].append((m.point, modes.spread(m.medians)))
+            found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
     reading = Reading(levels, prior, None, spells, full_speed, families)
     out = []

@@ -33,12 +33,6 @@ MODE_SPREAD = 1.5
 NEIGHBOURHOOD = 10.0
 
 
-def spread(medians: Sequence[float]) -> float:
-    """The slowest process's median over the fastest's (1 with fewer than two processes)."""
-    positive = [m for m in medians if m > 0]
-    return max(positive) / min(positive) if len(positive) >= 2 else 1.0
-
-
 def two_modes(medians: Sequence[float]) -> tuple[list[float], list[float]] | None:
     """A case's processes (their medians) split into two speeds: at the largest step between neighbours
     in speed, where each side has two processes or more and the slowest is MODE_SPREAD× the fastest
