@@ -64,6 +64,8 @@ def test_jax_computes_float64_in_float64(linreg_run):
     jax = [r for r in lines[1:] if r["backend"] == "jax" and r["status"] == "ok"]
     if "jax" in INSTALLED:
         assert jax and all(r["backend_info"]["x64"] for r in jax)
+        # Every call is synced on the CPU: it runs on the caller's thread, not handed to XLA's pool.
+        assert all(r["backend_info"]["cpu_async_dispatch"] is False for r in jax)
         assert all(r["rel_err"] < 1e-10 for r in jax)  # float32 arithmetic could not get here
 
 

@@ -106,6 +106,8 @@ def test_a_gradient_over_1_2_and_4_cpu_devices_is_correct_and_says_how_many(spre
         assert len(r["backend_info"]["devices_used"]) == r["n_devices"]
         # Four devices on the worker's two cores share them, and the record says so.
         assert r["backend_info"]["cores_shared"] == (2 if r["n_devices"] > 1 else None)
+        if backend == "jax":  # one CPU device runs each call on the caller's thread; several need the pool
+            assert r["backend_info"]["cpu_async_dispatch"] is (False if r["n_devices"] == 1 else None)
 
 
 def test_a_copy_between_devices_runs_where_there_are_two_and_says_why_not_elsewhere(spread_run):
