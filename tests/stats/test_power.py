@@ -66,6 +66,8 @@ def test_the_level_is_the_one_benjamini_hochberg_would_have_asked_of_one_more_ca
     (2.5, "no change larger than ×3.5 (80 % power)"),
     (7.01, "no change larger than ×8 (80 % power)"),
     (12.0, "no change larger than ×13 (80 % power)"),
+    (998.0, "no change larger than ×999 (80 % power)"),
+    (3.3e33, "it could have missed a change of any size (80 % power)"),  # one df a side: not ×3,354,366,…
     (math.inf, "it could have missed a change of any size (80 % power)"),
 ])
 def test_the_phrase(fraction, text):

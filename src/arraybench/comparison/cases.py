@@ -5,6 +5,7 @@ notes, and each case's memory."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 from arraybench.comparison import memory_change
@@ -47,8 +48,10 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
         if runs is None:
             b, n = measured(base), measured(new)
             rounds = (process_rounds(base), process_rounds(new))
-        else:  # as each run reads its records: spells set aside, with its prior
+        else:  # as each run reads its records: spells set aside, with its prior, robust between runs
             b, n = runs[0].reading.measured(base), runs[1].reading.measured(new)
+            if paired is None:
+                b, n = (m.with_prior(m.prior, robust=True) if m is not None else None for m in (b, n))
             rounds = ([p.round for p in runs[0].reading.kept(base)], [p.round for p in runs[1].reading.kept(new)])
         if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
@@ -92,6 +95,22 @@ def moded(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
            "more processes a side would tell")
     return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
                                note="; ".join(filter(None, (why, c.note))))
+
+
+def hypervaried(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
+    """`c`, with a note where a side's processes spread further than its run's prior allows
+    (pooling.VariancePrior.hypervariable): that side was judged on its own spread, not the run's."""
+    sides = []
+    for side, res, rec in (("base", base, c.base), ("new", new, c.new)):
+        m = res.reading.measured(rec) if c.result is not None else None
+        if m is not None and m.hypervariable:
+            typical = math.expm1(math.sqrt(m.prior.variance))
+            sides.append(f"{side}'s {m.processes} processes spread ×{1 + m.spread:.2f}, beyond its run's typical "
+                         f"±{typical:.0%} a process")
+    if not sides:
+        return c
+    why = f"{' and '.join(sides)}: judged on {'their' if len(sides) > 1 else 'its'} own spread"
+    return dataclasses.replace(c, note="; ".join(filter(None, (c.note, why))))
 
 
 def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False,
@@ -145,7 +164,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              for c in cases]
     cases = [spelled(c, base, new) for c in cases]
     if not paired:  # two environments of one run ran in the same rounds: a mode is each round's, paired
-        cases = [moded(c, base, new) for c in cases]
+        cases = [hypervaried(moded(c, base, new), base, new) for c in cases]
     cases = with_memory(cases, threshold, paired)
     return Comparison(
         base_name=names[0],

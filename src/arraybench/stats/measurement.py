@@ -252,6 +252,9 @@ class Replicated:
 
     runs: tuple[Measurement, ...]
     prior: VariancePrior = NO_PRIOR
+    # Between two runs: a case whose processes spread beyond what the prior allows is not shrunk
+    # toward it (pooling.VariancePrior.hypervariable); within a run its rivals are paired by round.
+    robust: bool = False
 
     def __post_init__(self) -> None:
         if not self.runs:
@@ -269,10 +272,11 @@ class Replicated:
             start += n
         return cls(tuple(runs), prior)
 
-    def with_prior(self, prior: VariancePrior) -> Replicated:
-        """The same processes read with `prior`, reusing the bootstrap already drawn (it does not
-        depend on the prior, and it is most of what reading a run costs)."""
-        out = Replicated(self.runs, prior)
+    def with_prior(self, prior: VariancePrior, robust: bool = False) -> Replicated:
+        """The same processes read with `prior` (`robust`: not shrunk where hypervariable), reusing the
+        bootstrap already drawn (it does not depend on the prior, and it is most of what reading a run
+        costs)."""
+        out = Replicated(self.runs, prior, robust)
         if "log_bootstrap" in self.__dict__:
             out.__dict__["log_bootstrap"] = self.__dict__["log_bootstrap"]
         return out
@@ -319,7 +323,12 @@ class Replicated:
         """(variance of one process's log point, its degrees of freedom), shrunk toward the run's prior."""
         if self.processes == 1:
             return (self.prior.variance, self.prior.df) if self.prior.df > 0 else (math.nan, 0.0)
-        return self.prior.moderate(self.own_process_variance, self.processes - 1)
+        return self.prior.moderate(self.own_process_variance, self.processes - 1, self.robust)
+
+    @property
+    def hypervariable(self) -> bool:
+        """Whether its processes spread further than its run's prior allows (pooling.HYPERVARIABLE)."""
+        return self.processes > 1 and self.prior.hypervariable(self.own_process_variance, self.processes - 1)
 
     @property
     def df(self) -> float:

@@ -184,13 +184,18 @@ def detectable_gap(a: bracket.Case, b: bracket.Case, power: float = POWER) -> fl
     return bounded_exp(c + t_isf(1 - power, math.inf) * sigma) - 1
 
 
+# A change it could miss past ×1000 is any change: a side of 2 processes judged on its own spread (one
+# degree of freedom) sees only vast ones, and ×3,354,366,091 says nothing more than that.
+BEYOND_SEEING = 999.0
+
+
 def phrase(fraction: float, power: float = POWER, noun: str = "change") -> str:
     """What an undecided verdict could have seen: "no change larger than 7 % (80 % power)" (`noun`:
     "difference" for two cases tied within noise); past ×10 the change is a factor (a case of 2
     processes a side and 1 degree of freedom can see only vast ones). A change of 100 % or more is a
     factor: "no difference larger than ×8", never "701 %"."""
     seen = f"({100 * power:.0f} % power)"
-    if math.isinf(fraction):
+    if math.isinf(fraction) or fraction >= BEYOND_SEEING:
         return f"it could have missed a {noun} of any size {seen}"
     percent = 100 * fraction
     if percent >= 100:
