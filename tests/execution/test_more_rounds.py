@@ -183,10 +183,13 @@ def test_a_case_decided_early_goes_on_when_a_rival_that_moved_opens_a_question(t
     runner = DriftingRunner(writer, true, fake_clock, {numpy.id: 0.01, torch.id: 0.01, jax.id: 0.2},
                             later={jax.id: 0.5e-3})
     runner.run(plan)
-    more_rounds(runner, plan, path, writer, budget_s=40.0, clock=fake_clock)
+    grown: list[int] = []
+    more_rounds(runner, plan, path, writer, budget_s=40.0, clock=fake_clock, on_round=grown.append)
     writer.close()
     latest = load_results(path).latest()
     assert runner.calls[1] == (3, sorted([numpy.id, jax.id]))  # torch placed at its first look
+    # The progress bar's count ends where the processes did: torch's catching up counts each it took.
+    assert 2 * len(plan) + sum(grown) == sum(latest[c.id].n_processes for c in plan)
     back = next(k for k, ids in runner.calls[2:] if torch.id in ids)
     assert latest[torch.id].n_processes >= back
     assert [p.round for p in latest[torch.id].replicates] == list(range(latest[torch.id].n_processes))

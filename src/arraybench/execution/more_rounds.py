@@ -137,7 +137,8 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     budget; returns why each case looked at stopped (also written to the file as its `stopped`). Up to
     `planned` rounds (None: as many as the runner ran already) cost no budget: a case with no question
     (no rival, no other environment) gets them all, one whose questions are decided sooner stops then.
-    `on_round(n)` is told before each further round how many cases it measures (the progress bar)."""
+    `on_round(n)` is told before each further round how many processes it measures (the progress bar,
+    which counted the first rounds): one a case, or several for a case catching up."""
     first = runner.processes
     planned = max(first, planned or first)
     if first < 2 or (budget_s <= 0 and planned <= first):
@@ -194,7 +195,7 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         if not going:
             break
         runner.processes, runner.partial = rounds + 1, process_records(res)
-        on_round(len(going))
+        on_round(sum(rounds + 1 - max(first, latest[c.id].n_processes or 1) for c in going))
         runner.run(going)
         rounds += 1
     for cid, why in sorted(stopped.items()):  # `latest` was read after the last round

@@ -750,9 +750,9 @@ class Progress:
             self.counted[cid] = len(recs)
             self.processes_done += len(recs)
 
-    def more(self, cases: int) -> None:
-        """A further round measures one more process of `cases` finished cases."""
-        self.extra += cases
+    def more(self, processes: int) -> None:
+        """A further round measures `processes` more (one a case, or several for one catching up)."""
+        self.extra += processes
 
     def expected(self) -> int:
         """Processes the counter counts up to."""
