@@ -20,7 +20,7 @@ from arraybench.comparison.outcome import BROKEN, MIN_SPREAD_DF, NOT_COMPARED, C
 from arraybench.results import Results, measured
 from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
-from arraybench.stats import modes, power
+from arraybench.stats import modes, power, wakes
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, run_spread
 from arraybench.stats.measurement import FEW_SAMPLES
 from arraybench.stats.pooling import VariancePrior
@@ -33,6 +33,7 @@ from arraybench.stats.two_sample import (
     scipy_stats,
 )
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SLOWER
+from arraybench.units import format_seconds
 
 
 def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
@@ -93,6 +94,22 @@ def moded(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
     why = (f"{c.new.backend}·{c.new.mode}'s processes at this time scale fell into modes up to ×{spread:.1f} "
            "apart within one run, so two runs can differ this much by the modes their processes landed in; "
            "more processes a side would tell")
+    return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
+                               note="; ".join(filter(None, (why, c.note))))
+
+
+def woken(c: CaseComparison) -> CaseComparison:
+    """`c`, too noisy to say where its change may be the host waking threads at another speed in one
+    run than in the other (stats/wakes.py): a call of several threads that lasts a few wake-ups moves
+    with them, in every process of a run alike."""
+    if c.verdict not in (SLOWER, FASTER) or c.result is None or c.new.median_s is None:
+        return c
+    base, new = wakes.level(c.base.wake_ref_s), wakes.level(c.new.wake_ref_s)
+    if base is None or new is None or not wakes.explains(c.result.ratio, c.new.threads, c.new.median_s, base, new):
+        return c
+    why = (f"the host woke a thread on another CPU in {format_seconds(base)} a round trip in base's processes "
+           f"and {format_seconds(new)} in new's, and a call of {format_seconds(c.new.median_s)} on "
+           f"{c.new.threads} threads moves with that in every process of a run")
     return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
                                note="; ".join(filter(None, (why, c.note))))
 
@@ -164,7 +181,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              for c in cases]
     cases = [spelled(c, base, new) for c in cases]
     if not paired:  # two environments of one run ran in the same rounds: a mode is each round's, paired
-        cases = [hypervaried(moded(c, base, new), base, new) for c in cases]
+        cases = [hypervaried(woken(moded(c, base, new)), base, new) for c in cases]
     cases = with_memory(cases, threshold, paired)
     return Comparison(
         base_name=names[0],

@@ -514,6 +514,8 @@ def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
                      if all(r.cpu_wait is not None for r in timed) else None),
         "memory_ref_s": (tuple(x for r in timed for x in r.memory_ref_s or ())
                          if all(r.memory_ref_s for r in timed) else None),
+        "wake_ref_s": (tuple(x for r in timed for x in r.wake_ref_s or ())
+                       if all(r.wake_ref_s for r in timed) else None),
         "replicates": tuple(ProcessRecord.of(r) for r in timed),
         **{k: None for k in ONLY_PER_PROCESS},
     }

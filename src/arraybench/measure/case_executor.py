@@ -20,7 +20,12 @@ from arraybench.machine import nvidia
 from arraybench.measure.call_memory import Counter, Phases, counter_for, figures
 from arraybench.measure.casecache import CaseCache, Entry
 from arraybench.measure.compilecache import entries, first_call_state, uses_compile_cache
-from arraybench.measure.hostspeed import measure_memory_reference, measure_reference, thread_waits
+from arraybench.measure.hostspeed import (
+    measure_memory_reference,
+    measure_reference,
+    measure_wake_reference,
+    thread_waits,
+)
 from arraybench.measure.timing import VISIT_S, Pause, Timer, TimerConfig
 from arraybench.results.record import CaseRecord, stats_fields
 from arraybench.workloads import blank_record, resolve_workload
@@ -237,6 +242,7 @@ class CaseExecutor:
             before = entries(cc) if cc is not None else 0
             # Outside timer_s: the copies (and the worker's first making of their buffers) are not the timer's.
             memory_before = measure_memory_reference()
+            wake_before = measure_wake_reference()
             watch = self.memory if isinstance(self.memory, str) else Phases(self.memory)
             t0 = time.perf_counter()
             try:
@@ -247,10 +253,12 @@ class CaseExecutor:
                 if isinstance(watch, Phases):
                     watch.close()
             timer_s = time.perf_counter() - t0 - timing.paused_s  # the other process's turns are not ours
+            wake_after = measure_wake_reference()
             memory_after = measure_memory_reference()
             draft.record = replace(
                 draft.record, timer_s=timer_s,
                 memory_ref_s=None if memory_before is None or memory_after is None else (memory_before, memory_after),
+                wake_ref_s=None if wake_before is None or wake_after is None else (wake_before, wake_after),
                 # Warm-up and samples reuse the first call's shapes: any new entry is the first call's.
                 first_call_cache=first_call_state(before, entries(cc) if cc is not None else 0, cc is not None),
                 **figures(watch, self._inputs_held(wl, draft.record)))

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -167,6 +168,66 @@ def measure_memory_reference(clock: Callable[[], float] = time.perf_counter,
         return clock() - t0
     except MemoryError:
         return None
+
+
+# Round trips of one wake-up reference: about 2 ms on the 2-core VM (40-50 µs each), twice a process.
+WAKE_TRIPS = 40
+
+
+def measure_wake_reference(trips: int = WAKE_TRIPS, clock: Callable[[], float] = time.perf_counter) -> float | None:
+    """Seconds of one round trip between two threads of this process on two of its CPUs (the median of
+    `trips`): this thread on its first CPU writes a byte to a pipe, a helper on another CPU reads it and
+    writes one back. Each trip wakes a thread on the other CPU and then this one, as a framework's
+    pool wakes its threads on every call. None with one CPU, or where threads cannot be placed.
+
+    On the 2-core VM the host keeps such wake-ups at one of two speeds for seconds at a time, and
+    a 2-thread BLAS call of microseconds follows: NumPy's 100² matmul took 15 µs while a trip took
+    30-46 µs (median 39.5) and 32 µs in every stretch where a trip took 50-62 µs (68 of 69 such
+    readings over 150 s). The CPU-bound `host_ref_s` and the threads' wait (`cpu_wait`) saw neither."""
+    import threading
+
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if len(cpus) < 2:
+        return None
+    here, there = cpus[0], cpus[1]
+    to_helper, from_helper = os.pipe(), os.pipe()
+
+    def helper() -> None:
+        try:
+            os.sched_setaffinity(0, {there})  # on Linux: this thread only
+        except OSError:
+            pass
+        for _ in range(trips + 1):
+            if not os.read(to_helper[0], 1):
+                return
+            os.write(from_helper[1], b"w")
+
+    thread = threading.Thread(target=helper, name="arraybench-wake", daemon=True)
+    times: list[float] = []
+    try:
+        os.sched_setaffinity(0, {here})
+        thread.start()
+        for k in range(trips + 1):  # the first trip starts the helper running: not counted
+            t0 = clock()
+            os.write(to_helper[1], b"w")
+            os.read(from_helper[0], 1)
+            if k:
+                times.append(clock() - t0)
+    except OSError:
+        return None
+    finally:
+        os.close(to_helper[1])  # a helper still reading sees the end and returns
+        thread.join(timeout=1.0)
+        for fd in (*to_helper[:1], *from_helper):
+            os.close(fd)
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            pass
+    return statistics.median(times) if times else None
 
 
 # A wait of a thread for a CPU this long on average (from its wakeup to its run) is another process's

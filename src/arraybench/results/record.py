@@ -203,6 +203,11 @@ class CaseRecord:
              "of `--memory-limit` (hostspeed.plan_memory_reference), timed before each process's samples and "
              "after them (two per process, in order): whether the memory system was contended then, which the "
              "CPU-bound `host_ref_s` cannot see; `null` where its buffers did not fit")
+    wake_ref_s: tuple[float, ...] | None = described(
+        "s", "one round trip between two threads of the worker on two of its CPUs, each waking the other (the "
+             "median of 40), timed before each process's samples and after them (two per process, in order): how "
+             "fast the host woke a thread on another CPU then, which a framework's pool does on every call "
+             "(hostspeed.measure_wake_reference); `null` with one CPU")
     median_s: float | None = described("s", "one process: the median of its samples; a case: the median of its "
                                          "processes' medians (the geometric mean of the middle two for an even "
                                          "count): a typical process's time, which one process in a slow state "
@@ -349,7 +354,7 @@ class CaseRecord:
     def to_json(self) -> dict[str, Any]:
         """Every field, in registry order: what a case or replicate line holds besides its `type`."""
         out = {f.name: getattr(self, f.name) for f in FIELDS}
-        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s", "cpu_wait"):
+        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s", "cpu_wait", "wake_ref_s"):
             if out[name] is not None:
                 out[name] = list(out[name])
         out["replicates"] = [p.to_json() for p in self.replicates]
