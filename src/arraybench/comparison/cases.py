@@ -22,7 +22,7 @@ from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import modes, power, wakes
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, run_spread
-from arraybench.stats.measurement import FEW_SAMPLES
+from arraybench.stats.measurement import FEW_SAMPLES, Replicated
 from arraybench.stats.pooling import VariancePrior
 from arraybench.stats.two_sample import (
     DEFAULT_THRESHOLD,
@@ -58,11 +58,18 @@ def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
         result = (compare_samples(b, n, threshold, spread) if paired is None else
                   compare_paired(b, n, rounds, threshold, paired))
-        return CaseComparison(label, row, base, new, result, result.verdict, "")
+        alone = judged_alone(b, n) if runs is not None and paired is None else ""
+        return CaseComparison(label, row, base, new, result, result.verdict, "", alone=alone)
     if base.status == "ok" and new.status in FAILED:
         return CaseComparison(label, row, base, new, None, BROKEN, f"new is {new.status}: {new.error}")
     side, rec = ("base", base) if base.status != "ok" else ("new", new)
     return CaseComparison(label, row, base, new, None, NOT_COMPARED, f"{side} is {rec.status}")
+
+
+def too_noisy(c: CaseComparison, why: str) -> CaseComparison:
+    """`c` called too noisy to say, `why` first in its note."""
+    result = dataclasses.replace(c.result, verdict=NOISY) if c.result is not None else None
+    return dataclasses.replace(c, verdict=NOISY, result=result, note="; ".join(filter(None, (why, c.note))))
 
 
 def spelled(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
@@ -76,8 +83,7 @@ def spelled(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
         return c
     why = (f"every process of {' and '.join(sides)} ran in a slow spell of its host (its threads waited for a "
            "CPU another process held, or its reference ran slow)")
-    return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
-                               note="; ".join(filter(None, (why, c.note))))
+    return too_noisy(c, why)
 
 
 def moded(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
@@ -94,8 +100,7 @@ def moded(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
     why = (f"{c.new.backend}·{c.new.mode}'s processes at this time scale fell into modes up to ×{spread:.1f} "
            "apart within one run, so two runs can differ this much by the modes their processes landed in; "
            "more processes a side would tell")
-    return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
-                               note="; ".join(filter(None, (why, c.note))))
+    return too_noisy(c, why)
 
 
 def woken(c: CaseComparison) -> CaseComparison:
@@ -110,24 +115,23 @@ def woken(c: CaseComparison) -> CaseComparison:
     why = (f"the host woke a thread on another CPU in {format_seconds(base)} a round trip in base's processes "
            f"and {format_seconds(new)} in new's, and a call of {format_seconds(c.new.median_s)} on "
            f"{c.new.threads} threads moves with that in every process of a run")
-    return dataclasses.replace(c, verdict=NOISY, result=dataclasses.replace(c.result, verdict=NOISY),
-                               note="; ".join(filter(None, (why, c.note))))
+    return too_noisy(c, why)
 
 
-def hypervaried(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
-    """`c`, with a note where a side's processes spread further than its run's prior allows
-    (pooling.VariancePrior.hypervariable): that side was judged on its own spread, not the run's."""
-    sides = []
-    for side, res, rec in (("base", base, c.base), ("new", new, c.new)):
-        m = res.reading.measured(rec) if c.result is not None else None
-        if m is not None and m.hypervariable:
-            typical = math.expm1(math.sqrt(m.prior.variance))
-            sides.append(f"{side}'s {m.processes} processes spread ×{1 + m.spread:.2f}, beyond its run's typical "
-                         f"±{typical:.0%} a process")
+def judged_alone(b: Replicated, n: Replicated) -> str:
+    """The words for the sides of a comparison whose processes spread further than their run's prior
+    allows (pooling.VariancePrior.hypervariable), so were judged on their own spread; "" where none."""
+    sides = [f"{side}'s {m.processes} processes spread ×{1 + m.spread:.2f}, beyond its run's typical "
+             f"±{math.expm1(math.sqrt(m.prior.variance)):.0%} a process"
+             for side, m in (("base", b), ("new", n)) if m.hypervariable]
     if not sides:
-        return c
-    why = f"{' and '.join(sides)}: judged on {'their' if len(sides) > 1 else 'its'} own spread"
-    return dataclasses.replace(c, note="; ".join(filter(None, (c.note, why))))
+        return ""
+    return f"{' and '.join(sides)}: judged on {'their' if len(sides) > 1 else 'its'} own spread"
+
+
+def hypervaried(c: CaseComparison) -> CaseComparison:
+    """`c`, with a note where a side was judged on its own spread, not its run's (judged_alone)."""
+    return dataclasses.replace(c, note="; ".join(filter(None, (c.note, c.alone)))) if c.alone else c
 
 
 def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, pooled: bool = False,
@@ -181,7 +185,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              for c in cases]
     cases = [spelled(c, base, new) for c in cases]
     if not paired:  # two environments of one run ran in the same rounds: a mode is each round's, paired
-        cases = [hypervaried(woken(moded(c, base, new)), base, new) for c in cases]
+        cases = [hypervaried(woken(moded(c, base, new))) for c in cases]
     cases = with_memory(cases, threshold, paired)
     return Comparison(
         base_name=names[0],

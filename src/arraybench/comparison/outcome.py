@@ -41,6 +41,9 @@ class CaseComparison:
     verdict: str
     note: str
     memory: memory_change.MemoryChange | None = None  # its memory, new over base (comparison/memory_change.py)
+    # Where a side's processes spread beyond its run's prior: the words that say it was judged on its own
+    # spread (comparison/cases.judged_alone), found where the sides were measured; "" where none.
+    alone: str = ""
 
 
 @dataclass(frozen=True)
