@@ -9,7 +9,8 @@
 # eager and jit, with results.jsonl and the report), OUT_DIR/float64/ (ten workloads' small sizes in float64),
 # OUT_DIR/gpu_timing.json (benchmarks/gpu_timing.py: CUDA events, dispatch cost, TF32, JAX copies)
 # OUT_DIR/vmap/ and OUT_DIR/devices/ (issue 21: the vmap family, the multi-device workloads), and
-# OUT_DIR/gpu_check.log. Runs from a source tree: PYTHON (default python3) needs numpy,
+# OUT_DIR/gpu_check.log, and OUT_DIR.tgz (all of it but caches and plots: small enough to copy back from a lent
+# machine). Runs from a source tree: PYTHON (default python3) needs numpy,
 # psutil, threadpoolctl, scipy, pandas, matplotlib and the GPU frameworks; nvidia-ml-py for clocks.
 # Sampling is shortened (--min-time 0.2, --max-time 2) and each case runs in PROCESSES (default 1)
 # worker processes, so the check fits the short calls a lent GPU allows; PROCESSES=3 gives the
@@ -84,5 +85,10 @@ step 6 "$py" -m arraybench run --workloads dp_matmul,dp_grad,dp_grad_pmap,allred
     --backends cupy,torch,jax --devices "$devices" --dtype float32 --min-time 0.1 --max-time 1 \
     --processes "$processes" --refine 0 --no-store --output-dir "$out/devices"
 report "$out/devices"
+# What a lent machine can send back (files of at most 16 MiB): every run's results, report.md and
+# worker logs (a cut run's names what its worker in flight was doing, and the log holds its threads'
+# stacks), without the caches and plots.
+tar czf "$out.tgz" --exclude=cache --exclude=plots --exclude='*.html' -C "$(dirname "$out")" "$(basename "$out")"
+ls -l "$out.tgz"
 date -u
 exit $status

@@ -165,7 +165,9 @@ def test_failing_cases_are_recorded_and_the_run_goes_on(tmp_path, run_cli):
     assert records["oom"]["error"].startswith("MemoryError: Unable to allocate 1.00 GiB")
     assert records["oom"]["error"].endswith("(over --memory-limit 256 MiB)")
     assert records["hang"]["status"] == "timeout"
-    assert records["hang"]["error"] == "no result within --timeout 2 s; worker killed"
+    # Before it is killed, the hung worker says where it was: its main thread's innermost frame.
+    assert records["hang"]["error"].startswith("no result within --timeout 2 s; worker killed; it was in ")
+    assert "faulty_workload.py:" in records["hang"]["error"] and " in forever " in records["hang"]["error"]
     assert records["raises"]["status"] == "error"
     assert records["raises"]["error"] == "ValueError: deliberate failure"
     assert "CRASHED" in out and "TIMEOUT" in out and "deliberate failure" in out
@@ -279,6 +281,25 @@ def test_a_worker_stuck_in_a_case_dies_with_its_killed_runner(tmp_path):
     finally:
         proc.kill()
     assert_all_die(workers, within=5)
+
+
+def test_ctrl_c_says_what_the_worker_in_flight_was_doing_and_where(tmp_path):
+    proc = start_run(tmp_path, "--workloads", "hang", "--timeout", "600")
+    try:
+        wait_for(lambda: any("hang: sleeping" in p.read_text() for p in (tmp_path / "logs").glob("*.log")))
+        workers = workers_of(proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_INTERRUPTED
+    assert_all_die(workers, within=5)
+    said = [line for line in err.splitlines() if line.startswith("arraybench: stopped while ")]
+    assert len(said) == 1, err
+    assert said[0].startswith("arraybench: stopped while measuring hang[")
+    assert "numpy·eager·cpu, after " in said[0] and ", in fixtures/faulty_workload.py:" in said[0]
+    log = said[0].split("every thread's stack: ")[1]
+    assert "Current thread" in (tmp_path / "logs" / Path(log).name).read_text()
 
 
 def test_a_second_run_into_a_directory_being_written_is_refused(tmp_path, run_cli):

@@ -149,6 +149,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                  f"{session.cache_dir(out_dir)} for it (delete it to free the space)") if left else ""
         print(f"\narraybench: {what}; {kept_work(out_dir)} kept in {out_dir / 'results.jsonl'}\n"
               f"resume with: arraybench run --resume {out_dir}{cache}", file=sys.stderr)
+        for note in getattr(e, "__notes__", ()):  # what a worker was doing (parent.WorkerPool.in_flight)
+            print(f"arraybench: {note}", file=sys.stderr)
         for s in stored:
             if not s.complete:  # resuming stores the rest too
                 print(f"arraybench: {s}", file=sys.stderr)

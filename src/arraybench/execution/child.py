@@ -118,8 +118,10 @@ def set_up(args: argparse.Namespace) -> tuple[Callable[[Reply], None], str]:
     """Everything before the framework is imported: parent watch, protocol pipe, cores, allocator,
     memory limit, compile cache. Returns the function that sends a reply to the parent, and what the allocator got."""
     die_with_parent(args.parent)
-    # A segfault's Python stack goes to the log, which the runner keeps.
+    # A segfault's Python stack goes to the log, which the runner keeps; so does every thread's stack
+    # where the runner asks for it (STACKS_SIGNAL), before it kills a worker that hung or was stopped.
     faulthandler.enable()
+    faulthandler.register(protocol.STACKS_SIGNAL, all_threads=True)
 
     pipe = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)

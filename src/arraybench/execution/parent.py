@@ -148,6 +148,19 @@ def signal_name(returncode: int | None) -> str:
     return f"exit code {returncode}"
 
 
+def innermost_frame(dump: str) -> str | None:
+    """The innermost Python frame of the thread that wrote faulthandler's `dump` ("Current thread"),
+    as `module.py:LINE in FUNCTION` with the file's last two path components; None where there is none."""
+    current = dump.split("Current thread", 1)
+    if len(current) < 2:
+        return None
+    m = re.search(r'File "([^"]+)", line (\d+) in (\S+)', current[1])
+    if m is None:
+        return None
+    path = "/".join(Path(m[1]).parts[-2:])
+    return f"{path}:{m[2]} in {m[3]}"
+
+
 class WorkerDied(Exception):
     pass
 
@@ -194,6 +207,9 @@ class Worker:
         self.info: dict[str, Any] | None = None
         self.unavailable: str | None = None
         self.frozen = False
+        # What the parent waits for this worker to finish, and since when (time.monotonic): said where
+        # the run is stopped meanwhile; None while the worker waits for the parent.
+        self.busy: tuple[str, float] | None = (f"starting {label(case, device=True)}'s worker", time.monotonic())
 
     def start(self) -> None:
         reply = self.read(STARTUP_TIMEOUT)
@@ -218,6 +234,7 @@ class Worker:
                 raise WorkerDied(self.death_reason())
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
+        self.busy = None
         return protocol.decode_reply(line)
 
     def death_reason(self) -> str:
@@ -242,6 +259,11 @@ class Worker:
         return lines[-1][:300] if lines else ""
 
     def send(self, message: Message) -> None:
+        if isinstance(message, CaseRequest):
+            case = message.case
+            self.busy = (f"measuring {case.workload}[{case_size(case)}] {label(case, device=True)}", time.monotonic())
+        elif self.busy is None:
+            self.busy = ("measuring", time.monotonic())
         try:
             self.proc.stdin.write(protocol.encode(message).encode())  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
@@ -252,6 +274,29 @@ class Worker:
     def run(self, case: Case) -> CaseRecord:
         self.send(CaseRequest(case, self.config.timer, self.config.seed))
         return protocol.expect(self.read(self.config.timeout), RecordReply).record
+
+    def dump_stacks(self, wait_s: float = 2.0) -> str | None:
+        """Ask the worker for every thread's Python stack (STACKS_SIGNAL: child.py's faulthandler writes
+        them to its log, even from inside a framework's C code); the innermost frame of the thread that
+        wrote them, its main thread as a rule, once they are there within `wait_s`; None if they are not."""
+        if self.proc.poll() is not None:
+            return None
+        self.thaw()
+        self._log.flush()
+        start = self.log_path.stat().st_size
+        try:
+            os.kill(self.proc.pid, protocol.STACKS_SIGNAL)
+        except ProcessLookupError:
+            return None
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            if self.log_path.stat().st_size > start:
+                time.sleep(0.2)  # the rest of the threads' stacks
+                with self.log_path.open("rb") as f:
+                    f.seek(start)
+                    return innermost_frame(f.read().decode(errors="replace")) or "a frame it could not name"
+        return None
 
     def freeze(self) -> None:
         """Stop every thread of this worker (SIGSTOP to its process group) while another worker measures.
@@ -470,6 +515,10 @@ class Runner(Rounds):
         self.pool.expect(cases)
         try:
             yield []
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the caller says what the workers were doing
+            for said in self.pool.in_flight():
+                e.add_note(said)
+            raise
         finally:
             self.pool.close()
 
@@ -666,10 +715,15 @@ class WorkerPool:
         return started if isinstance(started, CaseRecord) else (started, time.monotonic() - t0)
 
     def _lost(self, case: Case, e: WorkerTimeout | WorkerDied) -> CaseRecord:
-        """`case`'s record where its worker hung or died (the worker is replaced for the next case)."""
+        """`case`'s record where its worker hung or died (the worker is replaced for the next case). A hung
+        worker is asked for its threads' stacks first, and the reason says where it was."""
+        worker = self.workers.get(worker_key(case))
+        where = worker.dump_stacks() if worker is not None and isinstance(e, WorkerTimeout) else None
         self._drop(worker_key(case))
         if isinstance(e, WorkerTimeout):
-            return blank_record(case, "timeout", f"no result within --timeout {self.config.timeout:g} s; worker killed")
+            at = f"; it was in {where} (every thread's stack: {worker.log_path})" if where and worker else ""
+            return blank_record(case, "timeout",
+                                f"no result within --timeout {self.config.timeout:g} s; worker killed{at}")
         return blank_record(case, "crashed", str(e))
 
     def _start(self, key: WorkerKey, case: Case) -> Worker | CaseRecord:
@@ -715,6 +769,19 @@ class WorkerPool:
         worker = self.workers.pop(key, None)
         if worker is not None:
             worker.kill()
+
+    def in_flight(self) -> list[str]:
+        """What each busy worker is doing and for how long, and where its main thread is (dump_stacks):
+        told where the run is stopped, before its workers are killed."""
+        now, said = time.monotonic(), []
+        for w in self.workers.values():
+            if w.busy is None:
+                continue
+            what, since = w.busy
+            where = w.dump_stacks()
+            at = f", in {where}; every thread's stack: {w.log_path}" if where else f"; its log: {w.log_path}"
+            said.append(f"stopped while {what}, after {format_seconds(now - since)}{at}")
+        return said
 
     def close(self) -> None:
         for key in list(self.workers):
@@ -800,5 +867,5 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(f"[{self.counter()}] {what}: {result}\n")
+            self.stream.write(f"[{self.counter()}] {elapsed:.0f}s {what}: {result}\n")
         self.stream.flush()

@@ -12,6 +12,7 @@ tagged with its "type". Imports no framework: the child loads it before pinning 
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -22,6 +23,10 @@ from arraybench.results.record import CaseRecord
 # The environment variable of random length the parent gives each worker (unless --fixed-layout):
 # it moves the worker's stack; the worker records its length with its layout.
 LAYOUT_PAD_VAR = "ARRAYBENCH_LAYOUT_PAD"
+
+# The signal on which a worker writes every thread's Python stack to its log (faulthandler), the
+# parent's one message outside the pipe: it still answers while the worker is stuck in a framework's C code.
+STACKS_SIGNAL = signal.SIGUSR1
 
 
 class ProtocolError(Exception):
