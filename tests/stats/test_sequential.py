@@ -2,12 +2,13 @@
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
 from arraybench.errors import UsageError
 from arraybench.stats.paired import paired_log_ratio
-from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, OPEN, Budget, StopRule
+from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, NEAR, OPEN, Budget, StopRule
 from arraybench.stats.student import LogRatio
 from arraybench.stats.verdicts import FASTER, NOISY, SAME, SLOWER
 
@@ -41,7 +42,7 @@ def verdict_when_stopped(rule: StopRule, effect: float, rng: random.Random) -> t
 
 def test_identical_sides_looked_at_again_and_again_get_no_more_false_verdicts_than_one_look_allows():
     # No threshold: any significant look is a verdict, which is where repeated looks do harm.
-    rule, naive = StopRule(0.0, first_round=3, max_rounds=10), EveryLookAtFivePercent(0.0, 3, 10)
+    rule, naive = StopRule(0.0, first_round=3, max_rounds=10), EveryLookAtFivePercent(0.0, 3, 10, near_tie=None)
     cases = 600
     false = {}
     for name, r in (("rule", rule), ("naive", naive)):
@@ -132,4 +133,31 @@ def test_a_change_known_in_direction_but_on_the_threshold_is_decided_not_kept_op
     on_threshold = LogRatio(math.log(1.046), 0.004, 12)  # sort, 5 rounds: +4.6 % ± 1 %
     step = rule.step([on_threshold], 5, budget, 1.0)
     assert step.reason == DECIDED and step.verdicts == (NOISY,)  # compare at 2 % calls it slower
-    assert rule.step(OPEN_CASE, 5, budget, 1.0).reason == OPEN
+    # Where its direction is unknown it stays open (here the near-tie stop is off, or it would be one).
+    assert replace(rule, near_tie=None).step(OPEN_CASE, 5, budget, 1.0).reason == OPEN
+
+
+NEAR_CASE = [LogRatio(math.log(1.03), 0.04, 10)]  # +3 % ± 13 % at the rule's level: no reach to 1.5×
+
+
+def test_a_near_tie_stops_at_the_second_look_not_the_first():
+    rule, budget = StopRule(0.05, 3, 12), Budget(100.0, clock=lambda: 0.0)
+    assert rule.futile(NEAR_CASE, 5) and not rule.futile(NEAR_CASE, 3)
+    assert rule.step(NEAR_CASE, 3, budget, 1.0).reason == OPEN  # the first look's projection is too rough
+    step = rule.step(NEAR_CASE, 5, budget, 1.0)
+    assert (step.go_on, step.reason, step.verdicts) == (False, NEAR, (NOISY,))  # stopped undecided, no verdict
+
+
+def test_a_question_that_may_still_be_far_apart_or_a_run_of_environments_is_no_near_tie():
+    budget = Budget(100.0, clock=lambda: 0.0)
+    wide = [LogRatio(math.log(1.2), 0.15, 10)]  # its interval reaches 1.9×
+    assert StopRule(0.05, 3, 12).step(wide, 5, budget, 1.0).reason == OPEN
+    assert StopRule(0.05, 3, 12, near_tie=None).step(NEAR_CASE, 5, budget, 1.0).reason == OPEN
+    # Within the rounds the rule allows, a close pair is still looked at: no near tie.
+    assert not StopRule(0.05, 3, 12).futile([LogRatio(math.log(1.08), 0.02, 10)], 5)
+
+
+def test_a_clear_difference_under_a_drifting_host_is_decided_never_stopped_as_a_near_tie():
+    rule, rng = StopRule(0.05, first_round=3, max_rounds=12), random.Random(3)
+    outcomes = [verdict_when_stopped(rule, 1.25, rng) for _ in range(100)]
+    assert all(why == DECIDED and v == SLOWER for v, why, _ in outcomes)

@@ -31,7 +31,7 @@ from arraybench.results.reading import Reading, paired_prior_of
 from arraybench.results.record import CaseRecord
 from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
-from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, Budget, StopRule
+from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, NEAR, NEAR_TIE, Budget, StopRule
 from arraybench.stats.student import LogRatio
 from arraybench.stats.two_sample import compare_samples
 
@@ -143,7 +143,10 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     planned = max(first, planned or first)
     if first < 2 or (budget_s <= 0 and planned <= first):
         return {}
-    rule = StopRule(THRESHOLD, first_round=first, max_rounds=max(planned, MAX_ROUNDS_FACTOR * planned))
+    # A run of several environments asks whether a change of a few per cent is there: no near-tie stop.
+    several_envs = len({c.env for c in plan}) > 1
+    rule = StopRule(THRESHOLD, first_round=first, max_rounds=max(planned, MAX_ROUNDS_FACTOR * planned),
+                    near_tie=None if several_envs else NEAR_TIE)
     budget = Budget(budget_s) if clock is None else Budget(budget_s, clock)
     by_id = {c.id: c for c in plan}
     stopped: dict[str, str] = {}
@@ -216,7 +219,7 @@ def next_round(rec: CaseRecord) -> float:
 
 def reasons(stopped: Mapping[str, str]) -> dict[str, int]:
     """How many cases stopped for each reason, for the run's closing line."""
-    out: dict[str, int] = {DECIDED: 0, BUDGET: 0, MAX_ROUNDS: 0}
+    out: dict[str, int] = {DECIDED: 0, NEAR: 0, BUDGET: 0, MAX_ROUNDS: 0}
     for why in stopped.values():
         out[why] = out.get(why, 0) + 1
     return out

@@ -229,7 +229,9 @@ class CaseRecord:
     n_processes: int | None = described("count", "how many processes measured the case", scope=CASE)
     stopped: str | None = described("", "why its rounds ended where its question (between the run's environments, "
                                         "or which backend·mode is fastest at its size) stayed open after the "
-                                        "planned processes: `decided`, `budget` (`--budget` spent) or `max rounds`; "
+                                        "planned processes: `decided`, `near tie` (no interval reaching 1.5× "
+                                        "either way, and too close to decide within twice the maximum rounds), "
+                                        "`budget` (`--budget` spent) or `max rounds`; "
                                         "`null`: the planned processes only", scope=CASE)
     process_spread: float | None = described("ratio", "the slowest process's median over the fastest's, minus 1",
                                           scope=CASE)

@@ -30,6 +30,17 @@ from arraybench.stats.verdicts import ALPHA, decide
 LOOK_GROWTH = 1.5
 # Why a case's rounds ended (or why it goes on).
 OPEN, DECIDED, BUDGET, MAX_ROUNDS = "undecided", "decided", "budget", "max rounds"
+NEAR = "near tie"
+# A near tie (StopRule.futile): at a look after the first, every open question of a case would need
+# more than FUTILE × the maximum rounds to be decided, if its point stays and its error shrinks as
+# 1/√rounds, and none of its intervals reaches NEAR_TIE× either way. Replayed on twenty runs of the
+# noisy benchmark's subset on the 2-core VM (beside the neighbour and quiet, 2026-11-27): it stopped
+# 56 cases, whose further rounds took 5-42 s of a run's 128-210 s, and none that a later look decided.
+# At the first look (2-3 rounds) projections are too rough: cases projected to need 34-700 rounds there
+# were decided at 3 or 5; from the second look, without the NEAR_TIE bound, three projected to need
+# 45-163 were decided at 8 (JAX and Numba's 100² matmul in a run beside the neighbour).
+FUTILE = 2.0
+NEAR_TIE = 1.5
 
 
 class Budget:
@@ -82,6 +93,8 @@ class StopRule:
     first_round: int
     max_rounds: int
     alpha: float = ALPHA
+    # None: no near-tie stop (a run's environments: a change of a few per cent is the question there).
+    near_tie: float | None = NEAR_TIE
 
     def __post_init__(self) -> None:
         if not 2 <= self.first_round <= self.max_rounds:
@@ -136,6 +149,21 @@ class StopRule:
             need = max(need, reach / room if room > 0 else math.inf)
         return rounds * (need ** 2 - 1)
 
+    def futile(self, estimates: Sequence[LogRatio], rounds: int) -> bool:
+        """Whether the open questions among `estimates`, after `rounds` rounds, are a near tie that the
+        rounds left cannot decide (FUTILE, `near_tie`): never at the first look, nor with nothing open.
+        A pair whose point is 1.18× apart or more is never one: its error would have to exceed its
+        distance from no change by 1.4× (twice the maximum rounds) and stay under NEAR_TIE× beside it.
+        Stopping such a case early adds no false verdict (it stops undecided); it gives up only a
+        decision of a difference under NEAR_TIE× that more than twice the maximum rounds might make."""
+        open_ = [e for e in estimates if not self.answered(e)]
+        near = self.near_tie
+        if near is None or rounds <= self.first_round or not open_:
+            return False
+        if rounds + self.rounds_to_decide(open_, rounds) <= FUTILE * self.max_rounds:
+            return False
+        return all(1 / near < lo and hi < near for lo, hi in (e.interval(self.level) for e in open_))
+
     def step(self, estimates: Sequence[LogRatio], rounds: int, budget: Budget, next_round_s: float) -> Step:
         """One look at a case after `rounds` rounds: its `estimates` (one per question it answers:
         the two environments' ratio, or the fastest over each other candidate) decide it when every
@@ -152,6 +180,8 @@ class StopRule:
             reason = DECIDED
         elif rounds == self.max_rounds:
             reason = MAX_ROUNDS
+        elif self.futile(estimates, rounds):
+            reason = NEAR
         elif not budget.claim(next_round_s):
             reason = BUDGET
         else:
