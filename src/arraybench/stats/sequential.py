@@ -33,9 +33,10 @@ OPEN, DECIDED, BUDGET, MAX_ROUNDS = "undecided", "decided", "budget", "max round
 NEAR = "near tie"
 # A near tie (StopRule.futile): at a look after the first, every open question of a case would need
 # more than FUTILE × the maximum rounds to be decided, if its point stays and its error shrinks as
-# 1/√rounds, and none of its intervals reaches NEAR_TIE× either way. Replayed on twenty runs of the
-# noisy benchmark's subset on the 2-core VM (beside the neighbour and quiet, 2026-11-27): it stopped
-# 56 cases, whose further rounds took 5-42 s of a run's 128-210 s, and none that a later look decided.
+# 1/√rounds, and none of its intervals reaches NEAR_TIE× either way. Replayed on twelve runs of the
+# noisy benchmark's subset on the 2-core VM (2026-11-26/27: five pairs beside the neighbour and quiet,
+# one of main before pairing): it stopped 56 cases, whose further rounds had taken 5-42 s of each
+# run of 128-210 s that had such rounds, and none that a later look decided.
 # At the first look (2-3 rounds) projections are too rough: cases projected to need 34-700 rounds there
 # were decided at 3 or 5; from the second look, without the NEAR_TIE bound, three projected to need
 # 45-163 were decided at 8 (JAX and Numba's 100² matmul in a run beside the neighbour).
