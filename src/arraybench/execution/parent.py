@@ -208,8 +208,10 @@ class Worker:
         self.unavailable: str | None = None
         self.frozen = False
         # What the parent waits for this worker to finish, and since when (time.monotonic): said where
-        # the run is stopped meanwhile; None while the worker waits for the parent.
-        self.busy: tuple[str, float] | None = (f"starting {label(case, device=True)}'s worker", time.monotonic())
+        # the run is stopped meanwhile; None while the worker waits for the parent. `task` is the case
+        # it was last given, which a turn of it (ResumeRequest, FinishRequest) goes on with.
+        self.task = f"starting {label(case, device=True)}'s worker"
+        self.busy: tuple[str, float] | None = (self.task, time.monotonic())
 
     def start(self) -> None:
         reply = self.read(STARTUP_TIMEOUT)
@@ -260,10 +262,9 @@ class Worker:
 
     def send(self, message: Message) -> None:
         if isinstance(message, CaseRequest):
-            case = message.case
-            self.busy = (f"measuring {case.workload}[{case_size(case)}] {label(case, device=True)}", time.monotonic())
-        elif self.busy is None:
-            self.busy = ("measuring", time.monotonic())
+            self.task = f"measuring {progress_label(message.case)}"
+        if self.busy is None or isinstance(message, CaseRequest):
+            self.busy = (self.task, time.monotonic())
         try:
             self.proc.stdin.write(protocol.encode(message).encode())  # type: ignore[union-attr]
             self.proc.stdin.flush()  # type: ignore[union-attr]
@@ -277,12 +278,12 @@ class Worker:
 
     def dump_stacks(self, wait_s: float = 2.0) -> str | None:
         """Ask the worker for every thread's Python stack (STACKS_SIGNAL: child.py's faulthandler writes
-        them to its log, even from inside a framework's C code); the innermost frame of the thread that
-        wrote them, its main thread as a rule, once they are there within `wait_s`; None if they are not."""
+        them to its log, even from inside a framework's C code); where it is, once they are there within
+        `wait_s` (the innermost frame of the thread that wrote them, its main thread as a rule, and the
+        log); None if they are not."""
         if self.proc.poll() is not None:
             return None
         self.thaw()
-        self._log.flush()
         start = self.log_path.stat().st_size
         try:
             os.kill(self.proc.pid, protocol.STACKS_SIGNAL)
@@ -295,7 +296,8 @@ class Worker:
                 time.sleep(0.2)  # the rest of the threads' stacks
                 with self.log_path.open("rb") as f:
                     f.seek(start)
-                    return innermost_frame(f.read().decode(errors="replace")) or "a frame it could not name"
+                    frame = innermost_frame(f.read().decode(errors="replace")) or "a frame it could not name"
+                return f"{frame} (every thread's stack: {self.log_path})"
         return None
 
     def freeze(self) -> None:
@@ -721,7 +723,7 @@ class WorkerPool:
         where = worker.dump_stacks() if worker is not None and isinstance(e, WorkerTimeout) else None
         self._drop(worker_key(case))
         if isinstance(e, WorkerTimeout):
-            at = f"; it was in {where} (every thread's stack: {worker.log_path})" if where and worker else ""
+            at = f"; it was in {where}" if where else ""
             return blank_record(case, "timeout",
                                 f"no result within --timeout {self.config.timeout:g} s; worker killed{at}")
         return blank_record(case, "crashed", str(e))
@@ -779,7 +781,7 @@ class WorkerPool:
                 continue
             what, since = w.busy
             where = w.dump_stacks()
-            at = f", in {where}; every thread's stack: {w.log_path}" if where else f"; its log: {w.log_path}"
+            at = f", in {where}" if where else f"; its log: {w.log_path}"
             said.append(f"stopped while {what}, after {format_seconds(now - since)}{at}")
         return said
 
@@ -788,11 +790,12 @@ class WorkerPool:
             self._drop(key)
 
 
-def progress_label(rec: CaseRecord) -> str:
-    """How progress names a case: workload[size] and its configuration as every output names it
-    (core.case.label: backend·mode·device, and [env] in a run of several environments); the
-    device always, since cpu and cpu:2 are two cases."""
-    return f"{rec.workload}[{rec.size}] {label(rec, device=True)}"
+def progress_label(rec: CaseRecord | Case) -> str:
+    """How progress (and a stopped run) names a case: workload[size] and its configuration as every
+    output names it (core.case.label: backend·mode·device, and [env] in a run of several environments);
+    the device always, since cpu and cpu:2 are two cases."""
+    size = rec.size if isinstance(rec, CaseRecord) else case_size(rec)
+    return f"{rec.workload}[{size}] {label(rec, device=True)}"
 
 
 class Progress:
