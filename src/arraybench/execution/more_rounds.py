@@ -31,7 +31,7 @@ from arraybench.results.reading import Reading, paired_prior_of
 from arraybench.results.record import CaseRecord
 from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
-from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, NEAR, NEAR_TIE, Budget, StopRule
+from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, NEAR_TIE, Budget, StopRule
 from arraybench.stats.student import LogRatio
 from arraybench.stats.two_sample import compare_samples
 
@@ -215,11 +215,3 @@ def catch_up(rec: CaseRecord, rounds: int) -> int:
 def next_round(rec: CaseRecord) -> float:
     """What one more process of `rec` costs: its processes' mean wall time (start-up included)."""
     return (rec.wall_s or 0.0) / max(1, rec.n_processes or 1)
-
-
-def reasons(stopped: Mapping[str, str]) -> dict[str, int]:
-    """How many cases stopped for each reason, for the run's closing line."""
-    out: dict[str, int] = {DECIDED: 0, NEAR: 0, BUDGET: 0, MAX_ROUNDS: 0}
-    for why in stopped.values():
-        out[why] = out.get(why, 0) + 1
-    return out
