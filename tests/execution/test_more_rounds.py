@@ -193,3 +193,83 @@ def test_a_case_decided_early_goes_on_when_a_rival_that_moved_opens_a_question(t
     back = next(k for k, ids in runner.calls[2:] if torch.id in ids)
     assert latest[torch.id].n_processes >= back
     assert [p.round for p in latest[torch.id].replicates] == list(range(latest[torch.id].n_processes))
+
+
+class StampingRunner(StubRunner):
+    """A StubRunner whose processes say when they ended (`ended_at`), by the fake clock, as parent.Rounds's do."""
+
+    def process(self, case, k, drift):
+        rec = super().process(case, k, drift)
+        return replace(rec, ended_at=self.clock())
+
+
+def rivals_of(*times):
+    return [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 1)
+            for b, _ in zip(("numpy", "torch", "jax"), times, strict=False)]
+
+
+def stamped(tmp_path, clock, plan, true, cost, budget_s=5.0, later=None, idle=40.0, recent=()):
+    """The plan's 2 rounds on StampingRunner, `idle` seconds of the run's other work, the `recent` cases'
+    2 rounds, then more_rounds: (runner, why each case stopped, the latest records)."""
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, {**HEADER, "environments": None})
+    runner = StampingRunner(writer, true, clock, dict.fromkeys(true, 0.01), cost=cost)
+    if later is not None:  # from round 2 on, these cases run at another time (a state of the host that changed)
+        base = runner.process
+        runner.process = lambda case, k, drift: base(case, k, drift) if k < 2 or case.id not in later else \
+            replace(base(case, k, drift), median_s=later[case.id], samples_s=(later[case.id],) * 3)
+    runner.run(plan)
+    clock.advance(idle)
+    if recent:
+        runner.run(list(recent))
+    stopped = more_rounds(runner, [*plan, *recent], path, writer, budget_s=budget_s, clock=clock)
+    writer.close()
+    return runner, stopped, load_results(path).latest()
+
+
+def test_a_case_whose_processes_ran_close_in_time_gets_one_more_after_the_rounds(tmp_path, fake_clock):
+    """Three rivals far apart, each placed at its first look; their two processes ended 3 s apart (1 s a
+    process), 40 s before the rounds ended: each gets a third, once, in a round of its own, and is still
+    decided."""
+    plan = rivals_of(1, 3, 30)
+    true = dict(zip((c.id for c in plan), (1e-3, 3e-3, 3e-2), strict=True))
+    runner, stopped, latest = stamped(tmp_path, fake_clock, plan, true, cost=1.0)
+    assert runner.calls[1:] == [(3, sorted(true))]
+    assert all(latest[c.id].n_processes == 3 and stopped[c.id] == "decided" for c in plan)
+    for c in plan:
+        ends = [p.ended_at for p in latest[c.id].replicates]
+        assert len(ends) == 3 and ends[2] - ends[1] >= 40.0
+
+
+def test_a_crowded_case_too_recent_to_be_spread_gets_none(tmp_path, fake_clock):
+    """The rivals of one size ran 40 s before the rounds ended, those of another just before: only the
+    first get a process more; the second's would share the state of their last."""
+    plan = rivals_of(1, 3, 30)
+    recent = [replace(c, params=(("n", 2000),)) for c in plan]
+    true = dict(zip((c.id for c in [*plan, *recent]), (1e-3, 3e-3, 3e-2) * 2, strict=True))
+    runner, _, latest = stamped(tmp_path, fake_clock, plan, true, cost=1.0, recent=recent)
+    assert runner.calls[2:] == [(3, sorted(c.id for c in plan))]
+    assert [latest[c.id].n_processes for c in plan + recent] == [3, 3, 3, 2, 2, 2]
+
+
+def test_a_case_whose_processes_ran_far_apart_gets_none(tmp_path, fake_clock):
+    """The same rivals at 20 s a process: a round of three takes 60 s, so each case's two processes ended
+    60 s apart, more than more_rounds.SPREAD_S: nothing more."""
+    plan = rivals_of(1, 3, 30)
+    true = dict(zip((c.id for c in plan), (1e-3, 3e-3, 3e-2), strict=True))
+    runner, stopped, latest = stamped(tmp_path, fake_clock, plan, true, cost=20.0)
+    assert runner.calls[1:] == []
+    assert all(latest[c.id].n_processes == 2 for c in plan)
+
+
+def test_a_process_in_another_state_reopens_the_question_it_had_answered(tmp_path, fake_clock):
+    """numpy 1 ms, jax 2.5 ms: jax placed second at the first look, both processes close in time. Its
+    third process, after the rounds, runs at 0.8 ms (the host's state changed): its processes now
+    disagree, its place is open again, and it goes on within the budget with numpy."""
+    numpy, jax = plan = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 1) for b in ("numpy", "jax")]
+    true = {numpy.id: 1e-3, jax.id: 2.5e-3}
+    runner, stopped, latest = stamped(tmp_path, fake_clock, plan, true, cost=1.0, budget_s=20.0,
+                                      later={jax.id: 0.8e-3})
+    assert runner.calls[1] == (3, sorted(true))  # the process for spread
+    assert len(runner.calls) > 2 and jax.id in runner.calls[2][1]  # then more rounds: its question reopened
+    assert latest[jax.id].n_processes > 3

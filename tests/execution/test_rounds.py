@@ -45,6 +45,26 @@ def test_a_case_that_can_run_nowhere_is_recorded_once_and_the_others_round_by_ro
     assert records["a"].n_processes == 2 and [p.round for p in records["a"].replicates] == [0, 1]
 
 
+def test_each_process_says_when_it_ended_by_the_runners_clock(tmp_path, fake_clock):
+    """more_rounds.crowded reads how far apart a case's processes ran from their `ended_at`."""
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, {"schema": 3, "settings": {}})
+    runner = OutOfOrder(writer, RunConfig(TimerConfig(processes=2), 0, 10.0, tmp_path / "logs"))
+    runner.clock = fake_clock
+    measure = runner.measure
+
+    def later(cases, k):
+        for rec in measure(cases, k):
+            fake_clock.advance(10.0)
+            yield rec
+
+    runner.measure = later
+    runner.run(plan()[:2])
+    writer.close()
+    ends = {cid: [p.ended_at for p in procs] for cid, procs in process_records(load_results(path)).items()}
+    assert sorted(ends.values()) == [[10.0, 40.0], [20.0, 30.0]]  # each round ends last-started first
+
+
 def test_a_further_round_measures_only_the_process_each_case_lacks(tmp_path):
     path = tmp_path / "results.jsonl"
     writer = ResultsWriter(path, {"schema": 3, "settings": {}})

@@ -18,6 +18,7 @@ whose `stopped` says why its rounds ended.
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -40,6 +41,12 @@ from arraybench.stats.two_sample import compare_samples
 MAX_ROUNDS_FACTOR = 4
 # A difference smaller than this is "the same" for the stop rule (compare's default threshold).
 THRESHOLD = 0.05
+# A case whose processes all ended within this many seconds of each other gets one more, after the
+# rounds: processes close in time can share one state of a shared host, which no interval of theirs can
+# see, and which a second run will not share. On the 2-core VM a 2-thread 100² matmul ran at 14, 20 or
+# 31 µs in stretches of 4 to 40 s, and every case that two identical runs (benchmarks/noisy.py, twelve
+# pairs) called 12-26 % or 2× faster had its processes within 5-14 s of each other in both runs.
+SPREAD_S = 30.0
 # Two rivals of one size, neither of them the fastest, this far apart by their medians are a question
 # too: a table that shows one 2× the other had better say which is faster.
 LOPSIDED = 2.0
@@ -150,6 +157,8 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     budget = Budget(budget_s) if clock is None else Budget(budget_s, clock)
     by_id = {c.id: c for c in plan}
     stopped: dict[str, str] = {}
+    spread: set[str] = set()  # the cases given their process for spread (crowded), once each
+    now = clock or time.time
     rounds = first
     while True:
         res = load_results(path)  # once a round: what the last round added
@@ -196,7 +205,22 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                 stopped.update(dict.fromkeys(group, step.reason))
         budget.settle()
         if not going:
-            break
+            # Last, one more process of each case whose processes all ended within SPREAD_S of each other
+            # (the cases refinement added too: a refined size ran its two back to back), once, where it can
+            # come SPREAD_S after its last; its questions are then looked at again (one it reopens goes on,
+            # as above). A case whose last process is more recent waits for the others' turn; one that is
+            # still too recent then (a run shorter than SPREAD_S) gets none: it would share their state.
+            procs = process_records(res)
+            measured = [r.id for r in latest.values() if r.status == "ok" and r.samples_s]
+            crowd = set(crowded(procs, measured)) - spread
+            due = [g for g in together(measured, latest)
+                   if any(c in crowd for c in g) and now() - last_end(procs, g) >= SPREAD_S]
+            if not due:
+                break
+            spread.update(cid for g in due for cid in g)
+            on_round(sum(len(g) for g in due))
+            one_more(runner, [by_id.get(cid) or latest[cid].to_case() for g in due for cid in g], procs, path)
+            continue
         runner.processes, runner.partial = rounds + 1, process_records(res)
         on_round(sum(rounds + 1 - max(first, latest[c.id].n_processes or 1) for c in going))
         runner.run(going)
@@ -204,6 +228,34 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     for cid, why in sorted(stopped.items()):  # `latest` was read after the last round
         writer.append(replace(latest[cid], stopped=why))
     return stopped
+
+
+def crowded(processes: Mapping[str, Sequence[CaseRecord]], ids: Sequence[str]) -> list[str]:
+    """The cases among `ids` whose processes all ended within SPREAD_S of each other (`ended_at`; a case
+    with a process of unknown end, from a file before it, is not one)."""
+    out = []
+    for cid in ids:
+        procs = processes.get(cid, ())
+        ends = [p.ended_at for p in procs if p.ended_at is not None]
+        if len(procs) >= 2 and len(ends) == len(procs) and max(ends) - min(ends) < SPREAD_S:
+            out.append(cid)
+    return out
+
+
+def last_end(processes: Mapping[str, Sequence[CaseRecord]], group: Sequence[str]) -> float:
+    """When the last process of the cases of `group` ended (`ended_at`)."""
+    return max((p.ended_at or 0.0) for cid in group for p in processes.get(cid, ()))
+
+
+def one_more(runner: Runs, cases: Sequence[Case], processes: Mapping[str, Sequence[CaseRecord]], path: Path) -> None:
+    """One more process of each of `cases` (`processes`: those each has), in a round of the count each
+    reaches: cases of one count, rivals and environments among them, take their turns in one round."""
+    counts: dict[int, list[Case]] = defaultdict(list)
+    for case in cases:
+        counts[len(processes[case.id])].append(case)
+    for n, same in sorted(counts.items()):
+        runner.processes, runner.partial = n + 1, process_records(load_results(path))
+        runner.run(same)
 
 
 def catch_up(rec: CaseRecord, rounds: int) -> int:

@@ -375,6 +375,8 @@ class Rounds(ABC):
         self.writer, self.config, self.processes = writer, config, max(1, config.timer.processes)
         self.on_record, self.on_replicate = on_record, on_replicate
         self.partial = partial or {}  # per case, the processes already measured (--resume, further rounds)
+        # When each process ended (`ended_at`): how far apart a case's processes ran (more_rounds.crowded).
+        self.clock: Callable[[], float] = time.time
 
     @staticmethod
     def order(cases: Iterable[Case], seed: int, round: int = 0) -> list[Case]:
@@ -437,7 +439,7 @@ class Rounds(ABC):
             # A worker that could not import the workload file (the user's package broken in its
             # environment) cannot say the case's size; this process, which planned with it, can.
             size = rec.size if rec.size is not None or rec.id not in sized else case_size(sized[rec.id])
-            rec = replace(rec, round=k, size=size)
+            rec = replace(rec, round=k, size=size, ended_at=self.clock())
             if self.processes > 1:  # with one, the case line follows at once
                 self.writer.append_replicate(rec, k)
             done[rec.id].append(rec)

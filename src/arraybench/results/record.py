@@ -119,6 +119,9 @@ class ProcessRecord:
     first_call_cache: str | None = described("", "JIT modes with a persistent compile cache: `cold` (the first "
                                                 "call compiled and stored its code) or `warm` (it was served from "
                                                 "the run's compile cache); `null` without one")
+    ended_at: float | None = described("s", "when it ended, in seconds since the epoch by the clock of the arraybench "
+                                          "process that ran its round: how far apart in time a case's processes "
+                                          "ran (more_rounds.crowded); `null` in files written before it")
 
     @classmethod
     def of(cls, rec: CaseRecord) -> ProcessRecord:
@@ -263,6 +266,8 @@ class CaseRecord:
     reference_source: str | None = described("", "`computed` or `cache`: the same for the reference", scope=PROCESS)
     first_call_cache: str | None = described("", "`cold`, `warm` or `null`: the first call against the run's "
                                                 "compile cache", scope=PROCESS)
+    ended_at: float | None = described("s", "when the process ended, in seconds since the epoch (see replicates)",
+                                       scope=PROCESS)
     wall_s: float | None = described("s", "what measuring the case took, worker start-up included where it had one; "
                                        "on a case line summed over its processes")
     # Work and the check.
