@@ -253,11 +253,11 @@ def test_a_crowded_case_too_recent_to_be_spread_gets_none(tmp_path, fake_clock):
 
 
 def test_a_case_whose_processes_ran_far_apart_gets_none(tmp_path, fake_clock):
-    """The same rivals at 20 s a process: a round of three takes 60 s, so each case's two processes ended
-    60 s apart, more than more_rounds.SPREAD_S: nothing more."""
+    """The same rivals at 30 s a process: a round of three takes 90 s, so each case's two processes ended
+    90 s apart, more than more_rounds.SPREAD_S: nothing more."""
     plan = rivals_of(1, 3, 30)
     true = dict(zip((c.id for c in plan), (1e-3, 3e-3, 3e-2), strict=True))
-    runner, stopped, latest = stamped(tmp_path, fake_clock, plan, true, cost=20.0)
+    runner, stopped, latest = stamped(tmp_path, fake_clock, plan, true, cost=30.0)
     assert runner.calls[1:] == []
     assert all(latest[c.id].n_processes == 2 for c in plan)
 

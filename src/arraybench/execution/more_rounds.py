@@ -44,9 +44,12 @@ THRESHOLD = 0.05
 # A case whose processes all ended within this many seconds of each other gets one more, after the
 # rounds: processes close in time can share one state of a shared host, which no interval of theirs can
 # see, and which a second run will not share. On the 2-core VM a 2-thread 100² matmul ran at 14, 20 or
-# 31 µs in stretches of 4 to 40 s, and every case that two identical runs (benchmarks/noisy.py, twelve
-# pairs) called 12-26 % or 2× faster had its processes within 5-14 s of each other in both runs.
-SPREAD_S = 30.0
+# 31 µs in stretches of 4 to 40 s, NumPy's 10⁶ `a + b` at 100 µs in one run and 127 µs in the next with
+# its two processes 47 s apart in each, and every other case that two identical runs
+# (benchmarks/noisy.py, thirteen pairs) called 12-26 % or 2× faster had its processes 5-14 s apart.
+SPREAD_S = 60.0
+# ...at least this long after its last: most of those stretches were shorter.
+GAP_S = 30.0
 # Two rivals of one size, neither of them the fastest, this far apart by their medians are a question
 # too: a table that shows one 2× the other had better say which is faster.
 LOPSIDED = 2.0
@@ -207,14 +210,14 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         if not going:
             # Last, one more process of each case whose processes all ended within SPREAD_S of each other
             # (the cases refinement added too: a refined size ran its two back to back), once, where it can
-            # come SPREAD_S after its last; its questions are then looked at again (one it reopens goes on,
-            # as above). A case whose last process is more recent waits for the others' turn; one that is
-            # still too recent then (a run shorter than SPREAD_S) gets none: it would share their state.
+            # come GAP_S after its last; its questions are then looked at again (one it reopens goes on, as
+            # above). A case whose last process is more recent waits for the others' turn; one that is still
+            # too recent then (a run shorter than GAP_S) gets none: it would share their state.
             procs = process_records(res)
             measured = [r.id for r in latest.values() if r.status == "ok" and r.samples_s]
             crowd = set(crowded(procs, measured)) - spread
             due = [g for g in together(measured, latest)
-                   if any(c in crowd for c in g) and now() - last_end(procs, g) >= SPREAD_S]
+                   if any(c in crowd for c in g) and now() - last_end(procs, g) >= GAP_S]
             if not due:
                 break
             spread.update(cid for g in due for cid in g)
