@@ -11,8 +11,10 @@ rounds reach their maximum, or the budget of seconds (`--budget`) runs out. The 
 plan's (`--processes`) cost no budget: a case whose every question is decided sooner stops sooner (a
 call 30× behind the fastest at its size needs no third process), and every other case gets them.
 Decided cases stop at once. A case's environments take their rounds together, and a budget too small
-for every open case is spent first on those nearest a decision. Every case looked at ends with a line
-whose `stopped` says why its rounds ended.
+for every open case is spent first on those nearest a decision. Last, a case whose processes all ran
+within SPREAD_S of each other gets one more, once, GAP_S or more after its last (crowded), and its
+questions are read again. Every case looked at ends with a line whose `stopped` says why its rounds
+ended.
 """
 
 from __future__ import annotations
