@@ -46,9 +46,9 @@ THRESHOLD = 0.05
 # A case whose processes all ended within this many seconds of each other gets one more, after the
 # rounds: processes close in time can share one state of a shared host, which no interval of theirs can
 # see, and which a second run will not share. On the 2-core VM a 2-thread 100² matmul ran at 14, 20 or
-# 31 µs in stretches of 4 to 40 s, NumPy's 10⁶ `a + b` at 100 µs in one run and 127 µs in the next with
-# its two processes 47 s apart in each, and every other case that two identical runs
-# (benchmarks/noisy.py, thirteen pairs) called 12-26 % or 2× faster had its processes 5-14 s apart.
+# 31 µs in stretches of 4 to 40 s; the six cases that five pairs of identical runs (benchmarks/noisy.py)
+# called 12-13 % or 2× faster each had its two processes 5-14 s apart in the run that was off, and NumPy's
+# 10⁶ `a + b`, ×1.26 in another pair, 47 s apart in each run.
 SPREAD_S = 60.0
 # ...at least this long after its last: most of those stretches were shorter.
 GAP_S = 30.0
