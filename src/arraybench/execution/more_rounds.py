@@ -47,7 +47,7 @@ THRESHOLD = 0.05
 # rounds: processes close in time can share one state of a shared host, which no interval of theirs can
 # see, and which a second run will not share. On the 2-core VM a 2-thread 100² matmul ran at 14, 20 or
 # 31 µs in stretches of 4 to 40 s; the six cases that five pairs of identical runs (benchmarks/noisy.py)
-# called 12-13 % or 2× faster each had its two processes 5-14 s apart in the run that was off, and NumPy's
+# called 12-17 % or 1.4-2.1× faster each had its two processes 5-14 s apart in the run that was off, and NumPy's
 # 10⁶ `a + b`, ×1.26 in another pair, 47 s apart in each run.
 SPREAD_S = 60.0
 # ...at least this long after its last: most of those stretches were shorter.
