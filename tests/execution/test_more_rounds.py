@@ -195,8 +195,9 @@ def test_a_case_decided_early_goes_on_when_a_rival_that_moved_opens_a_question(t
     assert [p.round for p in latest[torch.id].replicates] == list(range(latest[torch.id].n_processes))
 
 
-class StampingRunner(StubRunner):
-    """A StubRunner whose processes say when they ended (`ended_at`), by the fake clock, as parent.Rounds's do."""
+class StampingRunner(DriftingRunner):
+    """A DriftingRunner whose processes say when they ended (`ended_at`), by the fake clock, as
+    parent.Rounds's do."""
 
     def process(self, case, k, drift):
         rec = super().process(case, k, drift)
@@ -213,11 +214,8 @@ def stamped(tmp_path, clock, plan, true, cost, budget_s=5.0, later=None, idle=40
     2 rounds, then more_rounds: (runner, why each case stopped, the latest records)."""
     path = tmp_path / "results.jsonl"
     writer = ResultsWriter(path, {**HEADER, "environments": None})
-    runner = StampingRunner(writer, true, clock, dict.fromkeys(true, 0.01), cost=cost)
-    if later is not None:  # from round 2 on, these cases run at another time (a state of the host that changed)
-        base = runner.process
-        runner.process = lambda case, k, drift: base(case, k, drift) if k < 2 or case.id not in later else \
-            replace(base(case, k, drift), median_s=later[case.id], samples_s=(later[case.id],) * 3)
+    # `later`: from round 2 on, these cases run at another time (a state of the host that changed).
+    runner = StampingRunner(writer, true, clock, dict.fromkeys(true, 0.01), cost=cost, later=later or {})
     runner.run(plan)
     clock.advance(idle)
     if recent:

@@ -224,7 +224,7 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                 break
             spread.update(cid for g in due for cid in g)
             on_round(sum(len(g) for g in due))
-            one_more(runner, [by_id.get(cid) or latest[cid].to_case() for g in due for cid in g], procs, path)
+            one_more(runner, [by_id.get(cid) or latest[cid].to_case() for g in due for cid in g], procs)
             continue
         runner.processes, runner.partial = rounds + 1, process_records(res)
         on_round(sum(rounds + 1 - max(first, latest[c.id].n_processes or 1) for c in going))
@@ -252,14 +252,15 @@ def last_end(processes: Mapping[str, Sequence[CaseRecord]], group: Sequence[str]
     return max((p.ended_at or 0.0) for cid in group for p in processes.get(cid, ()))
 
 
-def one_more(runner: Runs, cases: Sequence[Case], processes: Mapping[str, Sequence[CaseRecord]], path: Path) -> None:
-    """One more process of each of `cases` (`processes`: those each has), in a round of the count each
-    reaches: cases of one count, rivals and environments among them, take their turns in one round."""
+def one_more(runner: Runs, cases: Sequence[Case], processes: Mapping[str, Sequence[CaseRecord]]) -> None:
+    """One more process of each of `cases` (`processes`: those each has, which a round of others leaves
+    as they are), in a round of the count each reaches: cases of one count, rivals and environments among
+    them, take their turns in one round."""
     counts: dict[int, list[Case]] = defaultdict(list)
     for case in cases:
         counts[len(processes[case.id])].append(case)
     for n, same in sorted(counts.items()):
-        runner.processes, runner.partial = n + 1, process_records(load_results(path))
+        runner.processes, runner.partial = n + 1, {c.id: list(processes[c.id]) for c in same}
         runner.run(same)
 
 
