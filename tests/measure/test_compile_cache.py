@@ -142,3 +142,44 @@ def test_torchs_compiler_set_up_goes_to_the_users_cache_and_a_cases_first_call_s
     assert got["run"] == 0 and got["dir"] == str(backend_dir("torch", root))  # set-up left the run's cache alone
     assert entries(tmp_path / "user" / "setup" / "torch") > 0
     assert first_call_state(got["before"], got["after"], True) == "cold"
+
+
+PROBED = """
+import json
+from torch._inductor import cpu_vec_isa
+from arraybench.backends.torch_backend import TorchBackend
+probed = []
+real = cpu_vec_isa.VecISA.check_build
+def counted(self, code):
+    probed.append(str(self))
+    return real(self, code)
+cpu_vec_isa.VecISA.check_build = counted
+be = TorchBackend(1, "float32", "cpu")
+be.load()
+be.prepare_jit()
+print(json.dumps({"probed": probed, "picked": str(cpu_vec_isa.pick_vec_isa())}))
+"""
+
+
+def test_inductors_isa_probes_run_once_per_machine_and_pick_the_same_isa(tmp_path: Path):
+    """Each probe loads a test library in a fresh Python, which imported torch up to 2.12 (69 s of
+    each torch·jit·cpu worker's start on an H200 host): a later process reads the first's answers,
+    runs no probe and picks the same ISA; with the answers unreadable, it probes again."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    env = child_env({**backend_class("torch")(1, "float32", "cpu").env(), "ARRAYBENCH_CACHE": str(tmp_path)})
+
+    def process() -> dict:
+        out = subprocess.run([sys.executable, "-c", PROBED], env=env, capture_output=True, text=True,
+                             timeout=300, check=True).stdout
+        return json.loads(out.splitlines()[-1])
+
+    first = process()
+    [memo] = (tmp_path / "setup" / "torch").glob("vec-isa-*.json")
+    answers = json.loads(memo.read_text())
+    assert first["probed"] and len(answers) == len(first["probed"])
+    second = process()
+    assert second["probed"] == [] and second["picked"] == first["picked"]
+    memo.write_text("{not json")
+    third = process()
+    assert third["probed"] == first["probed"] and third["picked"] == first["picked"]

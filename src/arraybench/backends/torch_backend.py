@@ -2,12 +2,17 @@
 each under torch.distributed (gloo on the CPU), the worker being rank 0 and driving the others."""
 
 import datetime
+import hashlib
+import json
 import os
+import platform
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -272,21 +277,24 @@ class TorchBackend(Backend):
         return int(self.torch.cuda.max_memory_reserved(self.dev))
 
     def prepare_jit(self) -> None:
-        # The first torch.compile in a process loads Inductor and checks its C++ toolchain: 3 s
-        # even from a warm cache, after which a cached graph loads in ~0.1 s. Paid here once, a
-        # warm first call (first_call_warm_s) is the cache's figure, not the process's set-up.
-        # The throw-away graph compiles in the user's set-up cache, not the run's: in an empty
-        # cache Inductor first builds its ISA probes and this kernel with the C++ compiler, 7-8 s on
-        # the 2-core VM in every run's first process. They hold nothing of a case (the probes'
-        # answers stay in the process), so the run's cache, where the cases' graphs go and which
-        # says whether a first call compiled (compilecache.py), starts as empty as before.
+        # The first torch.compile in a process loads Inductor and checks its toolchain: 3 s even
+        # from a warm cache, after which a cached graph loads in ~0.1 s. Paid here once, a warm
+        # first call (first_call_warm_s) is the cache's figure, not the process's set-up.
+        # The throw-away graph compiles on the worker's own device (a GPU worker's cases go through
+        # Triton, never the C++ toolchain) and in the user's set-up cache, not the run's: in an
+        # empty cache Inductor first builds its ISA probes and this kernel with the C++ compiler,
+        # 7-8 s on the 2-core VM in every run's first process. They hold nothing of a case, so the
+        # run's cache, where the cases' graphs go and which says whether a first call compiled
+        # (compilecache.py), starts as empty as before.
         if self._jit_prepared:
             return
         self._jit_prepared = True
         run_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(setup_dir("torch"))
         try:
-            self.torch.compile(lambda x: x + 1, dynamic=False)(self.torch.ones(1))
+            if self.kind == "cpu":
+                IsaProbes.install(self.torch)
+            self.torch.compile(lambda x: x + 1, dynamic=False)(self.torch.ones(1, device=self.dev))
         finally:
             if run_cache is None:
                 os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
@@ -307,3 +315,60 @@ class TorchBackend(Backend):
             # An earlier case's cached blocks would count in this one's pool (reserved_memory).
             self.torch.cuda.empty_cache()
             self.torch.cuda.reset_peak_memory_stats(self.dev)
+
+
+class IsaProbes:
+    """Inductor's vector-ISA probes, answered once per machine instead of once per process.
+
+    Before its first CPU kernel, each process's Inductor builds a test library for each vector ISA
+    the CPU's flags name (AVX2, AVX-512 and its bf16 extension, VNNI, AMX and AMX-FP16) and loads
+    each in a fresh Python (`VecISA.check_build`). Up to torch 2.12 that Python imports torch:
+    with the CUDA build on a 16-core H200 host, 69 s of every torch·jit·cpu worker's start
+    (2026-11-27), so each process of such a case cost a minute. The answer depends on the machine
+    alone, so the first process's answers are kept in the user's set-up cache (core/usercache.py)
+    under this machine's torch, interpreter, CPU flags and compiler, and later processes read them:
+    Inductor picks the same ISA and extensions, with no probe run. A probe not answered before is
+    run as torch runs it; anything of Inductor's that has moved leaves torch to probe as it does."""
+
+    def __init__(self, isa_class: Any, memo: Path) -> None:
+        self.isa_class, self.memo = isa_class, memo
+        try:
+            self.answers: dict[str, bool] = json.loads(memo.read_text())
+        except (OSError, ValueError):
+            self.answers = {}
+
+    @classmethod
+    def install(cls, torch: Any) -> None:
+        """Answer this process's probes from the memo (once per process; nothing if torch moved)."""
+        try:
+            from torch._inductor import cpu_vec_isa
+            from torch._inductor.cpp_builder import get_cpp_compiler
+
+            isa_class = cpu_vec_isa.VecISA
+            cxx = shutil.which(get_cpp_compiler()) or get_cpp_compiler()
+            flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+            key = "|".join([torch.__version__, sys.executable, platform.machine(), flags, cxx,
+                            str(os.stat(cxx).st_mtime_ns) if os.path.exists(cxx) else ""])
+        except Exception:  # Inductor's internals moved, or no compiler: torch probes as it always did
+            return
+        real = isa_class.check_build
+        if getattr(real, "memo", None) is not None:
+            return
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        probes = cls(isa_class, setup_dir("torch") / f"vec-isa-{digest}.json")
+
+        def check_build(isa: Any, code: str) -> bool:
+            return probes.answer(isa, code, real)
+
+        check_build.memo = probes  # type: ignore[attr-defined]
+        isa_class.check_build = check_build
+
+    def answer(self, isa: Any, code: str, probe: Callable[[Any, str], bool]) -> bool:
+        what = hashlib.sha256(f"{type(isa).__name__}|{isa.build_arch_flags()}|{code}".encode()).hexdigest()[:16]
+        if what not in self.answers:
+            self.answers[what] = bool(probe(isa, code))
+            self.memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.memo.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(self.answers, indent=0, sort_keys=True))
+            os.replace(tmp, self.memo)
+        return self.answers[what]
