@@ -12,6 +12,7 @@ import pytest
 
 from arraybench.comparison import RUN_MARK, compare, render, render_as
 from arraybench.comparison import cases as comparison
+from arraybench.comparison.outcome import NO_HISTORY, history_line
 from arraybench.machine.host import fingerprint
 from arraybench.results import Results, load_results
 from arraybench.stats.between_runs import RunSpread, run_spread
@@ -19,7 +20,7 @@ from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.two_sample import ratio_test
 from arraybench.stats.verdicts import ALPHA, FASTER, SLOWER
 from arraybench.store import Store
-from tests.comparison.test_compare import record, results_file
+from tests.comparison.test_compare import processes, record, results_file
 
 CASES = 40
 RUN_SD = 0.07  # log sd of a run's offset: 95 % of runs within ±15 %
@@ -179,3 +180,20 @@ def test_a_t_quantile_beyond_floats_gives_an_unbounded_interval_not_an_error():
     b = Replicated(tuple(Measurement([1.1 * x for x in g]) for g in groups))
     ratio, (lo, hi), p = ratio_test(a, b, RunSpread(0.5, 0.01, 2, 40))
     assert ratio == pytest.approx(1.1) and lo == 0.0 and hi == math.inf and p > 0.5
+
+
+def test_two_runs_without_history_say_what_their_intervals_cannot_see(tmp_path):
+    """A verdict between two separate runs with no earlier run: the line that says a state of the host
+    outlasting a run is in no interval; none where nothing was found, or for two environments of one run."""
+    base = load_results(results_file(tmp_path / "a.jsonl", [record("numpy", "eager", 2, processes(1e-3)),
+                                                            record("jax", "jit", 2, processes(2e-3))]))
+    slower = load_results(results_file(tmp_path / "b.jsonl", [record("numpy", "eager", 2, processes(1.3e-3, seed=1)),
+                                                              record("jax", "jit", 2, processes(2e-3, seed=1))]))
+    same = load_results(results_file(tmp_path / "c.jsonl", [record("numpy", "eager", 2, processes(1e-3, seed=2)),
+                                                            record("jax", "jit", 2, processes(2e-3, seed=2))]))
+    found = compare(base, slower)
+    assert [c.verdict for c in found.cases].count(SLOWER) == 1
+    assert history_line(found) == NO_HISTORY and NO_HISTORY in render(found, None)
+    assert not any(c.verdict in (SLOWER, FASTER) for c in compare(base, same).cases)
+    assert history_line(compare(base, same)) is None
+    assert history_line(compare(base, slower, paired=True)) is None

@@ -196,6 +196,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         differences=environment_differences(base, new),
         threshold=threshold,
         run_spread=spread,
+        paired=paired,
         planned=(base.planned(), new.planned()),
     )
 

@@ -58,6 +58,7 @@ class Comparison:
     differences: list[str]
     threshold: float
     run_spread: RunSpread | None = None  # from earlier runs of the machine; None: no history
+    paired: bool = False  # two environments of one run (compare's `paired`): no history applies
     # How many of its planned cases each side holds (Results.planned); None: its header does not say.
     planned: tuple[Planned | None, Planned | None] = (None, None)
 
@@ -121,11 +122,25 @@ def summary(cmp: Comparison) -> str:
             + f"; threshold {100 * cmp.threshold:g}%, false discovery rate {100 * ALPHA:g}% (Benjamini–Hochberg)")
 
 
+# Said under two separate runs' verdicts where no earlier run gave the spread between runs: what
+# their intervals cannot see. Measured on the 2-core VM (2026-11-27): NumPy's 10⁶ `a + b` ran
+# 125-127 µs in both processes of one run of `benchmarks/reproducibility.py aa` and 104-109 µs in all
+# three of the other, over 69 s and 200 s, while 83 other cases agreed; the same case was ×1.26
+# between the two runs of a `benchmarks/noisy.py` pair, a verdict that 16 earlier runs of that plan
+# took away (their spread between runs: ±8.3 %).
+NO_HISTORY = ("No earlier runs of this machine: each interval holds what varied within its run, not a state "
+              "of the host that outlasts a run (on a shared VM one case of 84 moved 15 % so between two "
+              "identical runs). With 2 earlier stored runs of these cases compare adds that spread; two "
+              "builds measured side by side in one run (--env, docs/environments.md) need none.")
+
+
 def history_line(cmp: Comparison) -> str | None:
-    """What the earlier runs of this machine added to the intervals; None without history."""
+    """What the earlier runs of this machine added to the intervals; without them, what the intervals
+    of two separate runs cannot see, where a case was found slower or faster; else None."""
     spread = cmp.run_spread
     if spread is None:
-        return None
+        decided = any(c.verdict in (SLOWER, FASTER) for c in cmp.cases)
+        return None if cmp.paired or not decided else NO_HISTORY
     source = f"{spread.runs} earlier runs of this machine ({spread.cases} cases)"
     if spread.variance <= 0:
         return f"Run-to-run spread: none beyond the processes' own in {source}; nothing added to the intervals."
