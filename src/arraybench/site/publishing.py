@@ -3,6 +3,7 @@ keeps one (full_report_runs), its full report, written side by side in worker pr
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import shutil
@@ -154,7 +155,9 @@ def _write_runs(store: str, todo: list[RunPage]) -> None:
         for batch in batches:
             _write_batch(store, batch)
         return
-    with ProcessPoolExecutor(workers) as pool:
+    # Forked from a fresh server process, never from this one: a caller that imported JAX or torch
+    # holds their threads, and a fork of a threaded process can deadlock in its child (Python warns).
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
         list(pool.map(_write_batch, [store] * len(batches), batches))
 
 
