@@ -197,3 +197,34 @@ def test_two_runs_without_history_say_what_their_intervals_cannot_see(tmp_path):
     assert not any(c.verdict in (SLOWER, FASTER) for c in compare(base, same).cases)
     assert history_line(compare(base, same)) is None
     assert history_line(compare(base, slower, paired=True)) is None
+
+
+def test_each_case_carries_its_own_spread_between_runs_so_one_that_moves_hides_no_real_change():
+    """Thirty cases that move 1 % between runs and one that moves 20 % (NumPy's 10⁶ `a + b` on a
+    shared VM): one spread for the machine would widen every interval by the one case's swing, and a
+    real 10 % slowdown of the thirty would go unseen. Each case's own spread keeps them found, and the
+    moving case's swing between two runs still decides nothing."""
+    rng = random.Random(5)
+
+    def run(rid: str, factor: float = 1.0, swing: float | None = None) -> Results:
+        records = []
+        for c in range(31):
+            moves = c == 30
+            level = 1e-3 * (1 + c / 10) * math.exp(rng.gauss(0, 0.20 if moves else 0.01))
+            level = 1e-3 * (1 + c / 10) * swing if moves and swing is not None else level * (1 if moves else factor)
+            groups = [[level * (1 + 0.01 * rng.random()) * (1 + 0.01 * rng.random()) for _ in range(10)]
+                      for _ in range(3)]
+            records.append(record("numpy", "eager", c + 1, groups))
+        return stored(rid, records)
+
+    history = [run(f"h{i}") for i in range(8)]
+    base, new = run("base", swing=1.0), run("new", factor=1.10, swing=0.80)
+    cmp = compare(base, new, history=history)
+    own = {c.base.params["d"]: c for c in cmp.cases}
+    moving, steady = own[31], [own[d] for d in range(1, 31)]
+    assert moving.result.run_variance > 20 * max(c.result.run_variance for c in steady)
+    assert moving.verdict not in (SLOWER, FASTER)  # its ×0.8 is a swing its own history has seen
+    assert sum(c.verdict == SLOWER for c in steady) >= 25
+    machine = cmp.run_spread.variance  # what every interval carried when the machine had one spread
+    assert all(c.result.run_variance < machine for c in steady)
+    assert "each case's own (±" in history_line(cmp)

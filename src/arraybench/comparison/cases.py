@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from arraybench.comparison import memory_change
 from arraybench.comparison.matching import (
@@ -21,7 +21,7 @@ from arraybench.results import Results, measured
 from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import modes, power, wakes
-from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, run_spread
+from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, case_spreads, run_spread
 from arraybench.stats.measurement import FEW_SAMPLES, Replicated
 from arraybench.stats.pooling import VariancePrior
 from arraybench.stats.two_sample import (
@@ -152,6 +152,17 @@ def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, po
     return "; ".join(notes)
 
 
+def spread_of(case_id: str, own: Mapping[str, RunSpread], machine: RunSpread | None) -> RunSpread | None:
+    """The spread between runs added to a case's interval: its own (between_runs.case_spreads), taken
+    as worth at least MIN_SPREAD_DF degrees of freedom (a τ² barely above the processes' own spread
+    is known from a fraction of one, and a t quantile below one has no bound); none without usable
+    history of the machine."""
+    if machine is None or case_id not in own:
+        return None
+    mine = own[case_id]
+    return mine if mine.df >= MIN_SPREAD_DF else dataclasses.replace(mine, df=MIN_SPREAD_DF)
+
+
 def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
             names: tuple[str, str] = ("base", "new"), history: Sequence[Results] = (),
             paired: bool = False) -> Comparison:
@@ -171,8 +182,9 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     earlier = {b[k].id: earlier[b[k].id] for k in both if len(earlier.get(b[k].id, {})) >= MIN_EARLIER_RUNS}
     spread = run_spread(earlier)
     usable = spread if spread is not None and spread.df >= MIN_SPREAD_DF else None
+    own = case_spreads(earlier) if usable is not None else {}
     prior = paired_prior_of([(b[k], n[k]) for k in both], base.reading) if paired else None
-    cases = [compare_cases(b[k], n[k], threshold, (base, new), usable if b[k].id in earlier else None, prior)
+    cases = [compare_cases(b[k], n[k], threshold, (base, new), spread_of(b[k].id, own, usable), prior)
              for k in both]
     tested = [c for c in cases if c.result is not None]
     adjusted = adjust([c.result for c in tested], threshold)  # type: ignore[misc]

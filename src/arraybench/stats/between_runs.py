@@ -1,6 +1,7 @@
 """The spread between runs of one machine: τ², what a case's log point estimate varies from run to
-run beyond what its processes show, estimated from earlier runs of the compared cases (compare adds
-it to both sides of an interval: comparison/cases.py)."""
+run beyond what its processes show, estimated from earlier runs of the compared cases: the
+machine's (run_spread, which says whether history counts) and each case's own, moderated toward
+it (case_spreads, which compare adds to both sides of the case's interval: comparison/cases.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from arraybench.stats.measurement import Replicated, point_variance
+from arraybench.stats.pooling import fit_prior
 
 # A case's earlier runs say something about the spread between runs from two on (one run has
 # no spread); fewer, and the case is compared on its two runs alone.
@@ -100,3 +102,32 @@ def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | N
     df_within = (within * len(errors)) ** 2 / sum(se2**2 / df for se2, df in errors) if within > 0 else math.inf
     df = tau2**2 / (between**2 / df_between + within**2 / df_within)
     return RunSpread(tau2, df, runs, cases)
+
+
+def case_spreads(history: Mapping[str, Mapping[str, Replicated]]) -> dict[str, RunSpread]:
+    """Each case's own τ²: its earlier runs' log points vary by a_c (J_c − 1 df), moderated toward
+    what the machine's cases say (pooling.fit_prior over the a_c, as a run pools its processes'
+    spreads), less its runs' own squared standard errors b_c; with Satterthwaite's df for the
+    difference. Keyed by case id, for the cases of `history` with MIN_EARLIER_RUNS runs or more.
+
+    Why per case: the machine-wide τ² of `run_spread` is a mean over cases, and a few cases that
+    move between runs set it for all. On the 2-core VM, 16 earlier runs of one plan gave ±8-12 %:
+    compare then found none of 74-80 cases made 10 % slower, where their own runs, with no history,
+    found 42-59, because most cases move 1-3 % between runs and NumPy's 10⁶ `a + b` 15-26 %. Moderated,
+    a case that moves speaks for itself (robust: hypervariable cases are not shrunk), and a case with
+    two or three earlier runs borrows from the rest."""
+    points = {case: [log_point(m) for m in runs.values() if m.processes > 1] for case, runs in history.items()}
+    points = {case: p for case, p in points.items() if len(p) >= MIN_EARLIER_RUNS}
+    between = {case: (statistics.variance([y for y, _, _ in p]), len(p) - 1.0) for case, p in points.items()}
+    prior = fit_prior(between.values())
+    out: dict[str, RunSpread] = {}
+    for case, p in points.items():
+        a, a_df = prior.moderate(*between[case])
+        within = statistics.fmean(se2 for _, se2, _ in p)
+        tau2 = a - within
+        if tau2 <= 0:
+            out[case] = RunSpread(0.0, math.inf, len(p), 1)
+            continue
+        df_within = (within * len(p)) ** 2 / sum(se2**2 / df for _, se2, df in p) if within > 0 else math.inf
+        out[case] = RunSpread(tau2, tau2**2 / (a**2 / a_df + within**2 / df_within), len(p), 1)
+    return out
