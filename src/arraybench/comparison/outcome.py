@@ -142,21 +142,22 @@ def history_line(cmp: Comparison) -> str | None:
         decided = any(c.verdict in (SLOWER, FASTER) for c in cmp.cases)
         return None if cmp.paired or not decided else NO_HISTORY
     source = f"{spread.runs} earlier runs of this machine ({spread.cases} cases)"
-    if spread.df < MIN_SPREAD_DF:
-        return (f"Run-to-run spread ±{100 * spread.relative:.1f}% from {source} is worth {spread.df:.2g} degrees "
-                f"of freedom (their cases shift together, so it is known from {spread.runs - 1} difference(s) "
-                "between runs): too few to add to the intervals, which are the runs' own; more earlier runs "
-                "of this command make it count.")
     added = sorted(math.expm1(math.sqrt(c.result.run_variance)) for c in cmp.cases
                    if c.result is not None and c.result.run_variance > 0)
+    if spread.df < MIN_SPREAD_DF:
+        machine = (f"as one figure for the machine, ±{100 * spread.relative:.1f}% is worth {spread.df:.2g} degrees of "
+                   f"freedom (its cases shift together, so it is known from {spread.runs - 1} difference(s) "
+                   "between runs)")
+    else:
+        df = f" ({spread.df:.0f} df)" if math.isfinite(spread.df) else ""
+        machine = f"±{100 * spread.relative:.1f}%{df} over the machine's cases"
     if not added:
-        return f"Run-to-run spread: none beyond the processes' own in {source}; nothing added to the intervals."
+        return (f"Run-to-run spread from {source}: {machine}; no case's own beyond its processes' spread, "
+                "nothing added to the intervals.")
     own = (f"±{100 * added[0]:.1f}%" if len(added) == 1 else
            f"±{100 * added[0]:.1f}% to ±{100 * added[-1]:.1f}%, median ±{100 * added[len(added) // 2]:.1f}%")
-    df = f" ({spread.df:.0f} df)" if math.isfinite(spread.df) else ""
-    return (f"{RUN_MARK} Run-to-run spread ±{100 * spread.relative:.1f}%{df} from {source}: "
-            f"each case's own ({own}) added to both sides of the {len(added)} intervals so marked "
-            "(--no-history leaves it out).")
+    return (f"{RUN_MARK} Run-to-run spread from {source}: each case's own ({own}) added to both sides of the "
+            f"{len(added)} intervals so marked; {machine} (--no-history leaves it out).")
 
 
 def render(cmp: Comparison, note: str | None, markdown: bool = False,
