@@ -183,3 +183,19 @@ def test_inductors_isa_probes_run_once_per_machine_and_pick_the_same_isa(tmp_pat
     memo.write_text("{not json")
     third = process()
     assert third["probed"] == first["probed"] and third["picked"] == first["picked"]
+
+
+def test_a_set_up_cache_that_cannot_be_written_costs_the_probes_not_the_compile(tmp_path: Path):
+    """The ISA answers go to the user's cache; where it cannot be written (a read-only home), the
+    probes still answer and the compile goes on."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")  # the cache's parent is a file: every write fails
+    env = child_env({**backend_class("torch")(1, "float32", "cpu").env(), "ARRAYBENCH_CACHE": str(blocked / "cache")})
+    script = PROBED.replace("be.prepare_jit()", "from arraybench.backends.torch_backend import IsaProbes\n"
+                            "IsaProbes.install(be.torch)\n"
+                            "import torch\nprint(float(torch.compile(lambda x: x * 2)(torch.ones(3)).sum()))")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines()[-2] == "6.0" and json.loads(out.stdout.splitlines()[-1])["probed"]

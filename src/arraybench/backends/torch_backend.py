@@ -367,8 +367,11 @@ class IsaProbes:
         what = hashlib.sha256(f"{type(isa).__name__}|{isa.build_arch_flags()}|{code}".encode()).hexdigest()[:16]
         if what not in self.answers:
             self.answers[what] = bool(probe(isa, code))
-            self.memo.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.memo.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(self.answers, indent=0, sort_keys=True))
-            os.replace(tmp, self.memo)
+            try:  # a cache that cannot be written costs the next process its probes, never this compile
+                self.memo.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.memo.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(self.answers, indent=0, sort_keys=True))
+                os.replace(tmp, self.memo)
+            except OSError:
+                pass
         return self.answers[what]
