@@ -330,8 +330,8 @@ class IsaProbes:
     Inductor picks the same ISA and extensions, with no probe run. A probe not answered before is
     run as torch runs it; anything of Inductor's that has moved leaves torch to probe as it does."""
 
-    def __init__(self, isa_class: Any, memo: Path) -> None:
-        self.isa_class, self.memo = isa_class, memo
+    def __init__(self, memo: Path) -> None:
+        self.memo = memo
         try:
             self.answers: dict[str, bool] = json.loads(memo.read_text())
         except (OSError, ValueError):
@@ -345,7 +345,8 @@ class IsaProbes:
             from torch._inductor.cpp_builder import get_cpp_compiler
 
             isa_class = cpu_vec_isa.VecISA
-            cxx = shutil.which(get_cpp_compiler()) or get_cpp_compiler()
+            compiler = get_cpp_compiler()
+            cxx = shutil.which(compiler) or compiler
             flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
             key = "|".join([torch.__version__, sys.executable, platform.machine(), flags, cxx,
                             str(os.stat(cxx).st_mtime_ns) if os.path.exists(cxx) else ""])
@@ -355,7 +356,7 @@ class IsaProbes:
         if getattr(real, "memo", None) is not None:
             return
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-        probes = cls(isa_class, setup_dir("torch") / f"vec-isa-{digest}.json")
+        probes = cls(setup_dir("torch") / f"vec-isa-{digest}.json")
 
         def check_build(isa: Any, code: str) -> bool:
             return probes.answer(isa, code, real)

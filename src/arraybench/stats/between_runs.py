@@ -1,7 +1,8 @@
 """The spread between runs of one machine: τ², what a case's log point estimate varies from run to
 run beyond what its processes show, estimated from earlier runs of the compared cases: the
-machine's (run_spread, which says whether history counts) and each case's own, moderated toward
-it (case_spreads, which compare adds to both sides of the case's interval: comparison/cases.py)."""
+machine's (run_spread, which compare names beneath its summary) and each case's own, moderated
+toward the machine's cases (case_spreads, which compare adds to both sides of the case's interval:
+comparison/cases.py)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,14 @@ def log_point(m: Replicated) -> tuple[float, float, int]:
     return math.log(m.point), point_variance(statistics.variance(logs), len(logs)), len(logs) - 1
 
 
+def earlier_points(history: Mapping[str, Mapping[str, Replicated]]) -> dict[str, dict[str, tuple[float, float, int]]]:
+    """Per case, its earlier runs' log_point by run id: those of two processes or more, for the cases
+    with MIN_EARLIER_RUNS such runs (what run_spread and case_spreads read)."""
+    points = {case: {rid: log_point(m) for rid, m in runs.items() if m.processes > 1}
+              for case, runs in history.items()}
+    return {case: p for case, p in points.items() if len(p) >= MIN_EARLIER_RUNS}
+
+
 def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | None:
     """τ², the variance between runs, from earlier runs of the compared cases: `history` maps a
     case id to its measurement in each earlier run (by run id).
@@ -76,9 +85,7 @@ def run_spread(history: Mapping[str, Mapping[str, Replicated]]) -> RunSpread | N
     from their own means agree within a run. b's df are the processes' (R − 1 each).
     Returns None when no case has enough earlier runs.
     """
-    points = {case: {rid: log_point(m) for rid, m in runs.items() if m.processes > 1}
-              for case, runs in history.items()}
-    points = {case: p for case, p in points.items() if len(p) >= MIN_EARLIER_RUNS}
+    points = earlier_points(history)
     if not points:
         return None
     run_ids = {rid for p in points.values() for rid in p}
@@ -116,8 +123,7 @@ def case_spreads(history: Mapping[str, Mapping[str, Replicated]]) -> dict[str, R
     found 42-59, because most cases move 1-3 % between runs and NumPy's 10⁶ `a + b` 15-26 %. Moderated,
     a case that moves speaks for itself (robust: hypervariable cases are not shrunk), and a case with
     two or three earlier runs borrows from the rest."""
-    points = {case: [log_point(m) for m in runs.values() if m.processes > 1] for case, runs in history.items()}
-    points = {case: p for case, p in points.items() if len(p) >= MIN_EARLIER_RUNS}
+    points = {case: list(p.values()) for case, p in earlier_points(history).items()}
     between = {case: (statistics.variance([y for y, _, _ in p]), len(p) - 1.0) for case, p in points.items()}
     prior = fit_prior(between.values())
     out: dict[str, RunSpread] = {}
