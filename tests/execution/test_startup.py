@@ -47,6 +47,25 @@ def test_the_ready_info_carries_each_phase_of_the_workers_start(tmp_path: Path):
     assert startup["total_s"] < 60
 
 
+def test_a_worker_of_several_threads_times_its_pool_once_and_every_record_carries_it(tmp_path: Path):
+    config = RunConfig(TimerConfig(min_time=0.001, max_time=0.01), 0, 60.0, tmp_path / "logs")
+    records = {}
+    for threads in (1, 2):
+        worker = Worker(Case("sort", (("n", 8),), "numpy", "eager", "float64", threads), config)
+        try:
+            worker.start()
+            records[threads] = [worker.run(Case("sort", (("n", n),), "numpy", "eager", "float64", threads))
+                                for n in (8, 16)]
+        finally:
+            worker.kill()
+        assert records[threads][0].status == "ok", records[threads][0].error
+    assert records[1][0].pool_ref_s is None  # one thread: no pool
+    first, second = records[2]
+    assert first.pool_ref_s is not None and len(first.pool_ref_s) == 1 and 0 < first.pool_ref_s[0] < 0.01
+    assert second.pool_ref_s == first.pool_ref_s  # timed once, as the worker started
+    assert worker.info is not None and worker.info["startup"]["pool_s"] > 0
+
+
 def test_an_eager_only_torch_worker_compiles_no_empty_call(tmp_path: Path):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")

@@ -36,6 +36,7 @@ from arraybench.execution.protocol import (
 from arraybench.measure import allocator
 from arraybench.measure.allocator import STEADY_MMAP_THRESHOLD, STEADY_TRIM_THRESHOLD
 from arraybench.measure.compilecache import backend_dir, compile_cache_env, compile_dir
+from arraybench.measure.hostspeed import measure_pool_reference, settle_pool
 from arraybench.measure.limits import apply_memory_limit, pin_threads
 from arraybench.measure.timing import Turn
 from arraybench.units import format_size
@@ -170,6 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     send, allocator = set_up(args)
     layout = None if args.fixed_layout else {**perturb_layout(args.layout_seed), "seed": args.layout_seed}
+    # The host's state for a pool of threads, once a worker (hostspeed.measure_pool_reference): before the
+    # framework, with every other worker frozen, and its threads' spinning over before anything else runs.
+    t0 = time.perf_counter()
+    pool = measure_pool_reference(args.threads) if args.device == "cpu" else None
+    if pool is not None:
+        settle_pool()
+        startup["pool_s"] = time.perf_counter() - t0
 
     # Imports after the environment and affinity are final.
     from arraybench.backends import Unavailable, backend_class
@@ -201,13 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     send(ReadyReply(info))
     cache = CaseCache(cases_dir(Path(args.cache)) if args.cache else None, args.cache_limit or DEFAULT_LIMIT)
     compiled = backend_dir(args.backend, compile_dir(Path(args.cache))) if args.cache else None
-    serve(CaseExecutor(be, cache, args.full_check, compiled, layout), info, args.memory_limit, send)
+    serve(CaseExecutor(be, cache, args.full_check, compiled, layout), info, args.memory_limit, send, pool)
     return 0
 
 
 def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None,
-          send: Callable[[Reply], None]) -> None:
-    """Answer each case request on stdin with its record, until stdin closes."""
+          send: Callable[[Reply], None], pool: float | None = None) -> None:
+    """Answer each case request on stdin with its record, until stdin closes; `pool`: the worker's pool
+    reference, in each record."""
     def pause(turn: Turn) -> bool:  # a turn ended: the parent lets another environment's process take one
         send(PausedReply(turn.done, turn.median_s))
         line = sys.stdin.readline()
@@ -225,7 +234,7 @@ def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None
             record = executor.run(request.case, request.timer, request.seed)
         else:
             record = executor.run(request.case, request.timer, request.seed, pause, request.visit_s)
-        record = replace(record, backend_info=info)
+        record = replace(record, backend_info=info, pool_ref_s=None if pool is None else (pool,))
         if memory_limit and record.error.startswith("MemoryError"):
             record = replace(record, error=f"{record.error} (over --memory-limit {format_size(memory_limit)})")
         send(RecordReply(record))

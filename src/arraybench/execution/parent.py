@@ -569,6 +569,8 @@ def merge_processes(recs: Sequence[CaseRecord]) -> CaseRecord:
                          if all(r.memory_ref_s for r in timed) else None),
         "wake_ref_s": (tuple(x for r in timed for x in r.wake_ref_s or ())
                        if all(r.wake_ref_s for r in timed) else None),
+        "pool_ref_s": (tuple(x for r in timed for x in r.pool_ref_s or ())
+                       if all(r.pool_ref_s for r in timed) else None),
         "replicates": tuple(ProcessRecord.of(r) for r in timed),
         **{k: None for k in ONLY_PER_PROCESS},
     }

@@ -315,3 +315,57 @@ def thread_waits() -> ThreadWaits | None:
         return None
     return waits if waits.fds else None
 
+
+
+# The pool reference: NumPy's matmul of two POOL_N² float32 matrices, the median of POOL_CALLS calls
+# after POOL_WARMUP (about 3 ms on the 2-core VM). Then the pool's threads spin on their CPUs before they
+# sleep (OpenBLAS: 2^28 TSC cycles, 0.10-0.13 s on the VM); settle_pool waits that out.
+POOL_N = 100
+POOL_CALLS = 200
+POOL_WARMUP = 20
+SETTLE_POLL_S = 0.01
+SETTLE_MAX_S = 0.5
+
+
+def measure_pool_reference(threads: int, calls: int = POOL_CALLS,
+                           clock: Callable[[], float] = time.perf_counter) -> float | None:
+    """Seconds of one call of NumPy's 100² float32 matmul on this process's BLAS pool (the median of
+    `calls`), or None with fewer than 2 threads: whether the pool's threads were there, spinning, when a
+    call handed them work.
+
+    A pool's threads spin between back-to-back calls, so a small call never waits for one to wake. On
+    the 2-core VM the host kept them from it for minutes at a time: NumPy's 2-thread call took 14-15 µs,
+    or 31-33 µs in every process of a stretch of rounds, slower than its one thread alone (18.6 µs), as
+    slow as a pool made to sleep after every call (OPENBLAS_THREAD_TIMEOUT=4: 34 µs). Numba's matmul (its
+    own OpenBLAS) and PyTorch's (OpenMP) moved with it, and PyTorch's 2-thread FFTs by 10-15 %, while the
+    CPU-bound host reference, the wake-up round trip through a pipe (measure_wake_reference) and the
+    threads' wait for a CPU stayed as they were."""
+    if threads < 2:
+        return None
+    import numpy as np
+
+    a = np.linspace(0.0, 1.0, POOL_N * POOL_N, dtype=np.float32).reshape(POOL_N, POOL_N)
+    b = a.T.copy()
+    for _ in range(POOL_WARMUP):
+        np.dot(a, b)
+    times = []
+    for _ in range(calls):
+        t0 = clock()
+        np.dot(a, b)
+        times.append(clock() - t0)
+    return statistics.median(times)
+
+
+def settle_pool(poll_s: float = SETTLE_POLL_S, longest_s: float = SETTLE_MAX_S,
+                cpu: Callable[[], float] = time.process_time, sleep: Callable[[float], None] = time.sleep) -> float:
+    """Wait until this process's other threads have stopped spinning: a poll of `poll_s` in which the
+    process's CPU time grew by less than a tenth of it, or `longest_s`; returns the seconds waited. A pool
+    reference's threads spinning on the other CPU would take it from whatever runs next."""
+    waited = 0.0
+    while waited < longest_s:
+        before = cpu()
+        sleep(poll_s)
+        waited += poll_s
+        if cpu() - before < poll_s / 10:
+            break
+    return waited

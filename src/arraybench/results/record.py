@@ -211,6 +211,11 @@ class CaseRecord:
              "median of 40), timed before each process's samples and after them (two per process, in order): how "
              "fast the host woke a thread on another CPU then, which a framework's pool does on every call "
              "(hostspeed.measure_wake_reference); `null` with one CPU")
+    pool_ref_s: tuple[float, ...] | None = described(
+        "s", "NumPy's 100² float32 matmul on the worker's threads (the median of 200 calls), timed once as the "
+             "worker started, before its framework was imported, with every other worker stopped (one per "
+             "process): whether the host left a pool's threads spinning, ready for the next call, or made each "
+             "call wake them (hostspeed.measure_pool_reference); `null` with one thread or off the CPU")
     median_s: float | None = described("s", "one process: the median of its samples; a case: the median of its "
                                          "processes' medians (the geometric mean of the middle two for an even "
                                          "count): a typical process's time, which one process in a slow state "
@@ -361,7 +366,8 @@ class CaseRecord:
     def to_json(self) -> dict[str, Any]:
         """Every field, in registry order: what a case or replicate line holds besides its `type`."""
         out = {f.name: getattr(self, f.name) for f in FIELDS}
-        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s", "cpu_wait", "wake_ref_s"):
+        for name in ("samples_s", "cold_samples_s", "ci95_s", "host_ref_s", "cpu_wait", "wake_ref_s",
+                     "pool_ref_s"):
             if out[name] is not None:
                 out[name] = list(out[name])
         out["replicates"] = [p.to_json() for p in self.replicates]
