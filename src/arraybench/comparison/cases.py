@@ -20,7 +20,7 @@ from arraybench.comparison.outcome import BROKEN, MIN_SPREAD_DF, NOT_COMPARED, C
 from arraybench.results import Results, measured
 from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
-from arraybench.stats import modes, power, wakes
+from arraybench.stats import modes, pools, power, wakes
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, case_spreads, run_spread
 from arraybench.stats.measurement import FEW_SAMPLES, Replicated
 from arraybench.stats.pooling import VariancePrior
@@ -118,6 +118,21 @@ def woken(c: CaseComparison) -> CaseComparison:
     return too_noisy(c, why)
 
 
+def pooled_apart(c: CaseComparison) -> CaseComparison:
+    """`c`, too noisy to say where its change may be the host leaving a pool's threads ready between calls
+    in one run and not in the other (stats/pools.py): a call of several threads moves with that, in every
+    process of a run alike."""
+    if c.verdict not in (SLOWER, FASTER) or c.result is None:
+        return c
+    base, new = pools.level(c.base.pool_ref_s), pools.level(c.new.pool_ref_s)
+    if base is None or new is None or not pools.explains(c.result.ratio, c.new.threads, base, new):
+        return c
+    why = (f"NumPy's 100² matmul on {c.new.threads} threads, timed as each worker started, took "
+           f"{format_seconds(base)} in base's processes and {format_seconds(new)} in new's: the host left a pool's "
+           "threads ready between calls in one run and not in the other, and this case's pool moves with that")
+    return too_noisy(c, why)
+
+
 def judged_alone(b: Replicated, n: Replicated) -> str:
     """The words for the sides of a comparison whose processes spread further than their run's prior
     allows (pooling.VariancePrior.hypervariable), so were judged on their own spread; "" where none."""
@@ -199,7 +214,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              for c in cases]
     cases = [spelled(c, base, new) for c in cases]
     if not paired:  # two environments of one run ran in the same rounds: a mode is each round's, paired
-        cases = [hypervaried(woken(moded(c, base, new))) for c in cases]
+        cases = [hypervaried(pooled_apart(woken(moded(c, base, new)))) for c in cases]
     cases = with_memory(cases, threshold, paired)
     return Comparison(
         base_name=names[0],

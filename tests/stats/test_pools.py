@@ -1,0 +1,95 @@
+"""The host's state for a pool of threads (stats/pools.py, hostspeed.measure_pool_reference): a state of
+the host that moves multi-threaded calls between runs, and the compare that does not call it a change."""
+
+import itertools
+from dataclasses import replace
+
+import pytest
+
+from arraybench.comparison import compare
+from arraybench.measure import hostspeed
+from arraybench.results import load_results
+from arraybench.stats import pools
+from arraybench.stats.verdicts import FASTER, NOISY, SLOWER
+from tests.comparison.test_compare import processes, record, results_file
+
+READY, WOKEN = 14.5e-6, 31.5e-6  # NumPy's 2-thread 100² matmul in the VM's two states
+
+
+def test_a_shift_of_the_pool_reference_explains_a_change_of_a_call_of_several_threads_in_its_direction():
+    assert pools.explains(2.0, 2, READY, WOKEN)
+    assert pools.explains(0.85, 2, WOKEN, READY)
+    assert pools.explains(1.1, 4, READY, WOKEN)  # a long call splits its work as often as a short one
+    assert not pools.explains(0.5, 2, READY, WOKEN)  # faster while the pool slowed: not the host's
+    assert not pools.explains(2.0, 1, READY, WOKEN)  # one thread has no pool
+    assert not pools.explains(2.0, 2, READY, READY * 1.15)  # one state's scatter
+    assert not pools.explains(2.0, 2, None, WOKEN)
+    assert pools.level([READY, WOKEN, WOKEN]) == WOKEN
+    assert pools.level([0.0]) is None and pools.level(None) is None
+
+
+def pooled(rec, reading: float, count: int = 2):
+    return replace(rec, pool_ref_s=(reading,) * count)
+
+
+def test_identical_runs_in_two_pool_states_give_no_verdict_and_say_why(tmp_path):
+    """Two runs beside a neighbour: NumPy's 2-thread 100² matmul at 31 µs in every process of one, where each
+    worker's pool reference read 31.5 µs, and 15 µs in the other; PyTorch's 2-thread FFT 12 % apart with it,
+    a call 20 times as long. Nothing changed. One thread's calls are not the pool's."""
+    base = [pooled(record("numpy", "eager", 2, processes(31e-6, count=2, seed=1), threads=2), WOKEN),
+            pooled(record("torch", "eager", 2, processes(330e-6, count=2, seed=2), threads=2), WOKEN),
+            pooled(record("numba", "jit", 2, processes(20e-6, count=2, seed=3), threads=1), WOKEN)]
+    new = [pooled(record("numpy", "eager", 2, processes(15e-6, count=2, seed=11), threads=2), READY),
+           pooled(record("torch", "eager", 2, processes(290e-6, count=2, seed=12), threads=2), READY),
+           pooled(record("numba", "jit", 2, processes(10e-6, count=2, seed=13), threads=1), READY)]
+    a, b = results_file(tmp_path / "a.jsonl", base), results_file(tmp_path / "b.jsonl", new)
+    cases = {c.new.backend: c for c in compare(load_results(a), load_results(b)).cases}
+    assert cases["numpy"].verdict == cases["torch"].verdict == NOISY
+    assert ("NumPy's 100² matmul on 2 threads, timed as each worker started, took 31.5 µs in base's processes "
+            "and 14.5 µs in new's") in cases["numpy"].note
+    assert cases["numba"].verdict == FASTER
+
+
+def test_a_change_against_the_pool_state_is_still_found_and_one_state_hides_nothing(tmp_path):
+    base = [pooled(record("numpy", "eager", 2, processes(15e-6, count=2, seed=1), threads=2), WOKEN),
+            pooled(record("torch", "eager", 2, processes(100e-6, count=2, seed=2), threads=2), WOKEN)]
+    new = [pooled(record("numpy", "eager", 2, processes(30e-6, count=2, seed=3), threads=2), READY),
+           pooled(record("torch", "eager", 2, processes(200e-6, count=2, seed=4), threads=2), WOKEN * 1.05)]
+    a, b = results_file(tmp_path / "a.jsonl", base), results_file(tmp_path / "b.jsonl", new)
+    cases = {c.new.backend: c for c in compare(load_results(a), load_results(b)).cases}
+    assert cases["numpy"].verdict == SLOWER and cases["torch"].verdict == SLOWER
+
+
+def test_results_without_the_pool_reference_compare_as_before(tmp_path):
+    base = [record("numpy", "eager", 2, processes(31e-6, count=2, seed=1), threads=2)]
+    new = [record("numpy", "eager", 2, processes(15e-6, count=2, seed=2), threads=2)]
+    a, b = results_file(tmp_path / "a.jsonl", base), results_file(tmp_path / "b.jsonl", new)
+    assert next(iter(load_results(a).latest().values())).pool_ref_s is None
+    assert compare(load_results(a), load_results(b)).cases[0].verdict == FASTER
+
+
+def test_the_pool_reference_is_the_median_call_and_none_for_one_thread():
+    ticks = itertools.count()
+    clock = lambda: next(ticks) * 1e-6  # noqa: E731 - each reading 1 µs after the last: every call 1 µs
+    assert hostspeed.measure_pool_reference(2, calls=5, clock=clock) == pytest.approx(1e-6)
+    assert hostspeed.measure_pool_reference(1) is None
+
+
+def test_settling_waits_while_other_threads_spin_and_no_longer():
+    """On a fake clock: the process's CPU time grows a poll's worth while its pool spins (three polls), then
+    stops; settle_pool returns after the first quiet poll, and gives up at its longest wait."""
+    now = [0.0]
+    spinning = iter([0.01, 0.01, 0.01, 0.0005, 0.0])
+    cpu = [0.0]
+
+    def sleep(s: float) -> None:
+        now[0] += s
+        cpu[0] += next(spinning, 0.0)
+
+    assert hostspeed.settle_pool(0.01, 0.5, cpu=lambda: cpu[0], sleep=sleep) == pytest.approx(0.04)
+    always = [0.0]
+
+    def busy(s: float) -> None:
+        always[0] += s
+
+    assert hostspeed.settle_pool(0.01, 0.05, cpu=lambda: always[0], sleep=busy) == pytest.approx(0.05)
