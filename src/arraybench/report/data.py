@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -18,10 +18,11 @@ from arraybench.report.table import Points, points_by_workload
 from arraybench.report.view import CaseView
 from arraybench.results import Results
 from arraybench.results.header import Analysis, Peaks, RunHeader, machine_names
+from arraybench.results.reading import pool_readings
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.results.speedups import speedups
-from arraybench.stats import spells
+from arraybench.stats import pools, spells
 from arraybench.stats.measurement import Measurement
 from arraybench.stats.paired import Pairing
 from arraybench.stats.spells import reached
@@ -279,6 +280,7 @@ def analysis(res: Results) -> Analysis:
     env = res.environment
     reference = hostspeed.plan_memory_reference(env.last_level_cache_bytes, env.memory_bytes,
                                                 res.settings.memory_limit)
+    pool_fastest, pool_share = pool_state(latest)
     return Analysis(prior=res.prior, full_speed_s=res.full_speed_s,
                     host_slowdown=spells.slowdown(refs, res.full_speed_s),
                     memory_full_speed_s=spells.nominal(memory),
@@ -287,11 +289,33 @@ def analysis(res: Results) -> Analysis:
                     fixed_layout=bool(res.settings.fixed_layout),
                     spells=res.reading.spells,
                     short_of_samples=sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
-                    bimodal_processes=sum(1 for r in latest for p in r.replicates if p.bimodal))
+                    bimodal_processes=sum(1 for r in latest for p in r.replicates if p.bimodal),
+                    pool_fastest_s=pool_fastest, pool_slow_share=pool_share)
+
+
+def pool_state(records: Iterable[CaseRecord]) -> tuple[float | None, float | None]:
+    """The run's pool reference at its fastest (spells.window_level) over its processes of several threads,
+    and the share of them whose worker read it pools.POOL_SHIFT× slower or more (stats/pools.py)."""
+    readings = [x for r in records for x in pool_readings(r) or ()]
+    fastest = pools.fastest(readings)
+    if fastest is None:
+        return None, None
+    return fastest, sum(1 for x in readings if pools.unready(x, fastest)) / len(readings)
 
 
 # Below this share of processes reached by a slow spell (spells.REACHED), and below BUSY_HOST, a host was quiet.
 QUIET_SPELLS = 0.05
+
+
+def pool_clause(a: Analysis) -> str:
+    """Words for the host keeping a pool's threads unready in QUIET_SPELLS of the processes of several
+    threads or more (stats/pools.py), or ""."""
+    share, fastest = a.pool_slow_share, a.pool_fastest_s
+    if share is None or fastest is None or share < QUIET_SPELLS:
+        return ""
+    return (f"it kept thread pools waiting in {100 * share:.0f} % of the processes of several threads (NumPy's 100² "
+            f"matmul, timed as each worker started, ran {pools.POOL_SHIFT:g}× its fastest {format_seconds(fastest)} "
+            "or more): their cases can read slower in one run than the next, and compare of two runs discounts it")
 
 
 def host_line(data: ReportData) -> str:
@@ -310,11 +334,13 @@ def host_line(data: ReportData) -> str:
         speed = f"; its reference loop ran {slow:.2f}× its full speed at the median" if slow else ""
         reach = (f"slow spells reached {100 * share:.0f} % of processes ({100 * whole:.0f} % whole) and "
                  f"{100 * samples:.0f} % of samples{speed}")
+        pool = pool_clause(a)
         if share < QUIET_SPELLS and (slow or 1.0) <= BUSY_HOST:
-            lines.append(f"Host{where}: quiet ({reach}).")
+            lines.append(f"Host{where}: quiet ({reach}){f', but {pool}' if pool else ''}.")
             continue
         lines.append(f"Host{where}: noisy: {reach}. The samples a spell reached are set aside where the reference "
-                     "or the threads' wait beside them saw it, and each claim reads its rivals round by round.")
+                     "or the threads' wait beside them saw it, and each claim reads its rivals round by round."
+                     + (f" Also, {pool}." if pool else ""))
     return "\n".join(lines)
 
 

@@ -216,6 +216,11 @@ class Analysis(Part):
     spells: SpellCount | None = declared("what the host's slow spells reached", decode=lambda obj: SpellCount(**obj))
     short_of_samples: int | None = declared("processes stopped by `budget` short of samples", unit="count")
     bimodal_processes: int | None = declared("processes whose samples split into two modes", unit="count")
+    pool_fastest_s: float | None = declared("the pool reference (`pool_ref_s`) at its fastest over the run's "
+                                            "processes of several threads", unit="s")
+    pool_slow_share: float | None = declared("the share of the run's processes of several threads whose pool "
+                                             "reference ran stats.pools.POOL_SHIFT× its fastest or more",
+                                             unit="ratio")
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,7 +18,9 @@ compare calls it too noisy to say (comparison/cases.py) and says why.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+from arraybench.stats.spells import window_level
 
 # The runs' pool references this far apart (their medians over a case's processes) are two states of the
 # host: the VM's lay 2.1× apart, and a state's own readings 12.3-15.5 µs.
@@ -29,6 +31,17 @@ def level(readings: Sequence[float] | None) -> float | None:
     """The pool reference over a case's processes (their median), or None."""
     xs = [x for x in readings or () if x > 0]
     return statistics.median(xs) if xs else None
+
+
+def fastest(readings: Iterable[float]) -> float | None:
+    """A run's pool reference at its best: the level of all its readings, as a window's is (spells.py)."""
+    return window_level(list(readings))
+
+
+def unready(reading: float | None, best: float | None) -> bool:
+    """Whether a process's pool reference says the host kept its pool waiting: POOL_SHIFT× the run's best
+    or more."""
+    return reading is not None and best is not None and reading >= POOL_SHIFT * best
 
 
 def explains(ratio: float, threads: int, base: float | None, new: float | None) -> bool:
