@@ -61,7 +61,8 @@ def test_a_worker_of_several_threads_times_its_pool_once_and_every_record_carrie
         assert records[threads][0].status == "ok", records[threads][0].error
     assert records[1][0].pool_ref_s is None  # one thread: no pool
     first, second = records[2]
-    assert first.pool_ref_s is not None and len(first.pool_ref_s) == 1 and 0 < first.pool_ref_s[0] < 0.01
+    # Any time: beside a busy CPU a stalled 2-thread pool takes 16 ms a call.
+    assert first.pool_ref_s is not None and len(first.pool_ref_s) == 1 and first.pool_ref_s[0] > 0
     assert second.pool_ref_s == first.pool_ref_s  # timed once, as the worker started
     assert worker.info is not None and worker.info["startup"]["pool_s"] > 0
 

@@ -61,37 +61,15 @@ def test_a_change_against_the_pool_state_is_still_found_and_one_state_hides_noth
     assert compare(load_results(a), load_results(b)).cases[0].verdict == SLOWER
 
 
-def mixed(backend: str, mode: str, slow: float, fast: float, threads: int = 2):
-    """Four processes: two in the state where the host kept the pool waiting (at `slow`), two not."""
-    groups = processes(slow, count=2, seed=5) + processes(fast, count=2, seed=6)
-    return replace(record(backend, mode, 2, groups, threads=threads), pool_ref_s=(WOKEN, WOKEN, READY, READY))
-
-
-def test_a_process_whose_worker_found_its_pool_waiting_is_set_aside_as_a_spell_of_its_own(tmp_path):
-    """NumPy's 2-thread 100² matmul in four processes, two of them where the host kept its pool waiting
-    (31 µs, their workers' pool references 31.5 µs against the run's best 14.5 µs): its number is the other
-    two's. One thread has no pool: its processes are all read, whatever a file says of them."""
-    recs = [mixed("numpy", "eager", 31e-6, 15e-6), mixed("numba", "jit", 31e-6, 15e-6, threads=1),
-            pooled(record("jax", "jit", 2, processes(16e-6, count=2, seed=7), threads=2), READY)]
-    res = load_results(results_file(tmp_path / "a.jsonl", recs))
-    latest = {r.backend: r for r in res.latest().values()}
-    assert latest["numpy"].median_s == pytest.approx(15e-6, rel=0.03)
-    assert [p.round for p in res.reading.kept(latest["numpy"])] == [2, 3]
-    assert not res.reading.covered(latest["numpy"])
-    assert len(res.reading.kept(latest["numba"])) == 4
-    assert res.reading.spells.covered == 0  # the host's spells are counted apart (the report's host line)
-
-
-def test_a_case_whose_every_process_found_its_pool_waiting_has_no_change_compare_can_show(tmp_path):
-    base = [pooled(record("numpy", "eager", 2, processes(31e-6, count=3, seed=1), threads=2), WOKEN, count=3),
-            pooled(record("jax", "jit", 2, processes(16e-6, count=3, seed=2), threads=2), READY, count=3)]
-    new = [pooled(record("numpy", "eager", 2, processes(15e-6, count=3, seed=3), threads=2), READY, count=3),
-           pooled(record("jax", "jit", 2, processes(16e-6, count=3, seed=4), threads=2), READY, count=3)]
-    a, b = results_file(tmp_path / "a.jsonl", base), results_file(tmp_path / "b.jsonl", new)
-    assert load_results(a).reading.covered(next(r for r in load_results(a).latest().values() if r.backend == "numpy"))
-    cases = {c.new.backend: c for c in compare(load_results(a), load_results(b)).cases}
-    assert cases["numpy"].verdict == NOISY
-    assert "found the host keeping its thread pool waiting" in cases["numpy"].note
+def test_within_a_run_every_process_is_read_whatever_its_pool_reference_said(tmp_path):
+    """NumPy's 2-thread 100² matmul in four processes, two of them where the host kept its pool waiting: the
+    run reads all four. Setting those two aside, as a spell's, left runs beside the neighbour fewer sizes
+    with a winner (3 of 10 where 8 were) and 16-25 pairs 2× apart unordered, since a case so read pairs
+    with its rivals in fewer rounds; between runs, compare tells the states apart (pools.explains)."""
+    groups = processes(31e-6, count=2, seed=5) + processes(15e-6, count=2, seed=6)
+    rec = replace(record("numpy", "eager", 2, groups, threads=2), pool_ref_s=(WOKEN, WOKEN, READY, READY))
+    res = load_results(results_file(tmp_path / "a.jsonl", [rec]))
+    assert len(res.reading.kept(next(iter(res.latest().values())))) == 4
 
 
 def test_results_without_the_pool_reference_compare_as_before(tmp_path):
@@ -107,6 +85,11 @@ def test_the_pool_reference_is_the_median_call_and_none_for_one_thread():
     clock = lambda: next(ticks) * 1e-6  # noqa: E731 - each reading 1 µs after the last: every call 1 µs
     assert hostspeed.measure_pool_reference(2, calls=5, clock=clock) == pytest.approx(1e-6)
     assert hostspeed.measure_pool_reference(1) is None
+    # A stalled pool (16 ms a call on the VM beside a busy CPU) is read from fewer calls: the budget's.
+    reads = itertools.count()
+    stalled = lambda: next(reads) * 8e-3  # noqa: E731 - each reading 8 ms after the last: every call 8 ms
+    assert hostspeed.measure_pool_reference(2, clock=stalled) == pytest.approx(8e-3)
+    assert next(reads) < 40  # a few calls past POOL_MIN_CALLS, not 200
 
 
 def test_settling_waits_while_other_threads_spin_and_no_longer():

@@ -82,8 +82,7 @@ def spelled(c: CaseComparison, base: Results, new: Results) -> CaseComparison:
     if not sides or c.verdict not in (SLOWER, FASTER) or c.result is None:
         return c
     why = (f"every process of {' and '.join(sides)} ran in a slow spell of its host (its threads waited for a "
-           "CPU another process held, its reference ran slow, or its worker found the host keeping its thread "
-           "pool waiting)")
+           "CPU another process held, or its reference ran slow)")
     return too_noisy(c, why)
 
 

@@ -323,6 +323,10 @@ def thread_waits() -> ThreadWaits | None:
 POOL_N = 100
 POOL_CALLS = 200
 POOL_WARMUP = 20
+# ...or fewer, where they take longer than this: a pool stalled beside a busy CPU takes 16 ms a call on
+# the VM (its threads share one CPU's timeslices), and 200 such calls would cost a worker 3 s.
+POOL_BUDGET_S = 0.05
+POOL_MIN_CALLS = 5
 SETTLE_POLL_S = 0.01
 SETTLE_MAX_S = 0.5
 
@@ -330,7 +334,8 @@ SETTLE_MAX_S = 0.5
 def measure_pool_reference(threads: int, calls: int = POOL_CALLS,
                            clock: Callable[[], float] = time.perf_counter) -> float | None:
     """Seconds of one call of NumPy's 100² float32 matmul on this process's BLAS pool (the median of
-    `calls`), or None with fewer than 2 threads: whether the pool's threads were there, spinning, when a
+    `calls`, or of those made within POOL_BUDGET_S, POOL_MIN_CALLS at least), or None with fewer than 2
+    threads: whether the pool's threads were there, spinning, when a
     call handed them work.
 
     A pool's threads spin between back-to-back calls, so a small call never waits for one to wake. On
@@ -346,10 +351,15 @@ def measure_pool_reference(threads: int, calls: int = POOL_CALLS,
 
     a = np.linspace(0.0, 1.0, POOL_N * POOL_N, dtype=np.float32).reshape(POOL_N, POOL_N)
     b = a.T.copy()
-    for _ in range(POOL_WARMUP):
+    np.dot(a, b)
+    start = clock()
+    for _ in range(POOL_WARMUP - 1):
+        if clock() - start > POOL_BUDGET_S / 2:
+            break
         np.dot(a, b)
-    times = []
-    for _ in range(calls):
+    times: list[float] = []
+    start = clock()
+    while len(times) < calls and (len(times) < POOL_MIN_CALLS or clock() - start < POOL_BUDGET_S):
         t0 = clock()
         np.dot(a, b)
         times.append(clock() - t0)

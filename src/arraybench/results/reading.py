@@ -21,7 +21,7 @@ from typing import Any
 
 from arraybench.core.case import rivals
 from arraybench.results.record import CaseRecord
-from arraybench.stats import bracket, modes, pools
+from arraybench.stats import bracket, modes
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import Pairing, all_differences, paired_prior
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
@@ -71,16 +71,6 @@ class Part:
     refs: tuple[float, ...] | None
     waits: tuple[float, ...] | None
     loops: int
-    pool: float | None = None  # its worker's pool reference, for a case of several threads
-
-
-def pool_readings(r: CaseRecord) -> tuple[float, ...] | None:
-    """Each process's pool reference (`pool_ref_s`, one a process) for a case of several threads; None
-    for one thread, or where the record has none for every process."""
-    count = len(r.replicates) or 1
-    if r.threads < 2 or not r.pool_ref_s or len(r.pool_ref_s) != count:
-        return None
-    return r.pool_ref_s
 
 
 def split(r: CaseRecord) -> list[Part]:
@@ -94,14 +84,21 @@ def split(r: CaseRecord) -> list[Part]:
         return values if values is not None and len(values) == len(r.samples_s) else None
 
     refs, waits = beside(r.host_ref_s), beside(r.cpu_wait)
-    pool = pool_readings(r) or (None,) * len(counts)
     out, start = [], 0
-    for k, n, lp, pl in zip(process_rounds(r), counts, loops, pool, strict=True):
+    for k, n, lp in zip(process_rounds(r), counts, loops, strict=True):
         cut = slice(start, start + n)
-        out.append(Part(k, tuple(r.samples_s[cut]), refs[cut] if refs else None, waits[cut] if waits else None,
-                        lp, pl))
+        out.append(Part(k, tuple(r.samples_s[cut]), refs[cut] if refs else None, waits[cut] if waits else None, lp))
         start += n
     return out
+
+
+def pool_readings(r: CaseRecord) -> tuple[float, ...] | None:
+    """Each process's pool reference (`pool_ref_s`, one a process) for a case of several threads; None
+    for one thread, or where the record has none for every process."""
+    count = len(r.replicates) or 1
+    if r.threads < 2 or not r.pool_ref_s or len(r.pool_ref_s) != count:
+        return None
+    return r.pool_ref_s
 
 
 def window(r: CaseRecord, k: int) -> Window:
@@ -125,8 +122,6 @@ class Reading:
     full_speed_s: float | None = None
     # Each family's cases as (point, spread between its processes), where any had two processes.
     families: Mapping[Family, tuple[tuple[float, float], ...]] = field(default_factory=dict)
-    # The run's pool reference at its best (stats/pools.py); None: no process is judged by it.
-    pool_best_s: float | None = None
 
     def mode_spread(self, r: CaseRecord) -> float:
         """How far apart the modes of `r`'s neighbours in its family were in this run (stats/modes.py; 1:
@@ -137,14 +132,8 @@ class Reading:
         """Every process of `r`, each with the samples of its spells set aside."""
         if not r.samples_s:
             return []
-        return [Process(p.round, self.sift(p, r), p.loops, len(p.samples)) for p in split(r)]
-
-    def sift(self, p: Part, r: CaseRecord) -> Sifted:
-        """`p`'s samples with its spells set aside; a process of several threads whose worker found the host
-        keeping its pool waiting (stats/pools.py) is covered whole, a spell of its own that lasted it."""
-        if pools.unready(p.pool, self.pool_best_s):
-            return Sifted(p.samples, len(p.samples), True)
-        return sift(p.samples, p.refs, self.levels.get(window(r, p.round)), p.waits)
+        return [Process(p.round, sift(p.samples, p.refs, self.levels.get(window(r, p.round)), p.waits),
+                        p.loops, len(p.samples)) for p in split(r)]
 
     def covered(self, r: CaseRecord) -> bool:
         """Whether a spell covered every process of `r`: nothing measured it outside one."""
@@ -189,22 +178,20 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
     """
     latest = {r.id: r for r in records}
     levels = window_levels(latest.values())
-    pool_best = pools.fastest(x for r in latest.values() for x in pool_readings(r) or ())
-    bare = Reading(levels, full_speed_s=full_speed, pool_best_s=pool_best)
+    bare = Reading(levels, full_speed_s=full_speed)
     alone = {id(r): bare.measured(r) for r in records}
     prior = fit_prior((m.own_process_variance, m.processes - 1) for r in latest.values()
                       if (m := alone[id(r)]) is not None and m.processes > 1)
-    spells = SpellCount()  # the host's spells: what the pool reference set aside is told apart (report.data)
-    plain = Reading(levels, full_speed_s=full_speed)
+    spells = SpellCount()
     for r in latest.values():
-        for p in plain.processes(r):
+        for p in bare.processes(r):
             spells = spells.add(p.sifted, p.measured)
     found: dict[Family, list[tuple[float, float]]] = defaultdict(list)
     for r in latest.values():
         if r.status == "ok" and (m := alone[id(r)]) is not None and m.processes > 1:
             found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
-    reading = Reading(levels, prior, None, spells, full_speed, families, pool_best)
+    reading = Reading(levels, prior, None, spells, full_speed, families)
     out = []
     for r in records:
         m = alone[id(r)]
@@ -214,7 +201,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             continue
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
-    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool_best)
+    return out, Reading(levels, prior, pairing, spells, full_speed, families)
 
 
 def window_levels(records: Iterable[CaseRecord]) -> dict[Window, float]:

@@ -212,7 +212,8 @@ class CaseRecord:
              "fast the host woke a thread on another CPU then, which a framework's pool does on every call "
              "(hostspeed.measure_wake_reference); `null` with one CPU")
     pool_ref_s: tuple[float, ...] | None = described(
-        "s", "NumPy's 100² float32 matmul on the worker's threads (the median of 200 calls), timed once as the "
+        "s", "NumPy's 100² float32 matmul on the worker's threads (the median of 200 calls, or of those made in "
+             "50 ms), timed once as the "
              "worker started, before its framework was imported, with every other worker stopped (one per "
              "process): whether the host left a pool's threads spinning, ready for the next call, or made each "
              "call wake them (hostspeed.measure_pool_reference); `null` with one thread or off the CPU")
