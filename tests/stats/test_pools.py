@@ -25,6 +25,11 @@ def test_a_shift_of_the_pool_reference_explains_a_change_of_a_call_of_several_th
     assert not pools.explains(2.0, 2, READY, READY * 1.15)  # one state's scatter
     assert not pools.explains(2.0, 2, None, WOKEN)
     assert pools.level([READY, WOKEN, WOKEN]) == WOKEN
+    # A probe that ran while a neighbour held a CPU its pool needed read 16 ms: a stall, no state of the
+    # pool's. Set aside in a case's level, and a shift that large is none this rule explains.
+    assert pools.level([16e-3, READY, 16e-3, READY * 1.02, 16e-3]) == pytest.approx(READY * 1.01)
+    assert not pools.explains(2.0, 2, READY, 16e-3)
+    assert not pools.unready(16e-3, READY) and pools.unready(WOKEN, READY)
     assert pools.level([0.0]) is None and pools.level(None) is None
 
 
@@ -120,7 +125,9 @@ def test_the_first_screen_says_what_share_of_the_processes_of_several_threads_fo
                     pool_ref_s=(READY, WOKEN)),
             pooled(record("jax", "jit", 2, processes(15e-6, count=2, seed=3), threads=2), READY),
             # One thread has no pool: its reading, if a file had one, is not counted.
-            pooled(record("numba", "jit", 2, processes(15e-6, count=2, seed=4), threads=1), WOKEN)]
+            pooled(record("numba", "jit", 2, processes(15e-6, count=2, seed=4), threads=1), WOKEN),
+            # Nor is a stall beside a busy CPU (16 ms a call): a spell's, no state of the pool's.
+            pooled(record("torch", "jit", 2, processes(30e-6, count=2, seed=8), threads=2), 16e-3)]
     a = analysis(load_results(results_file(tmp_path / "a.jsonl", recs)))
     assert a.pool_fastest_s == pytest.approx(READY) and a.pool_slow_share == pytest.approx(3 / 6)
     assert pool_clause(a) == (

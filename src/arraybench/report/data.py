@@ -300,7 +300,8 @@ def pool_state(records: Iterable[CaseRecord]) -> tuple[float | None, float | Non
     fastest = pools.fastest(readings)
     if fastest is None:
         return None, None
-    return fastest, sum(1 for x in readings if pools.unready(x, fastest)) / len(readings)
+    states = [x for x in readings if not pools.stalled(x, fastest)]  # a stall is a spell's, not a state's
+    return fastest, sum(1 for x in states if pools.unready(x, fastest)) / len(states) if states else None
 
 
 # Below this share of processes reached by a slow spell (spells.REACHED), and below BUSY_HOST, a host was quiet.

@@ -25,12 +25,23 @@ from arraybench.stats.spells import window_level
 # The runs' pool references this far apart (their medians over a case's processes) are two states of the
 # host: the VM's lay 2.1× apart, and a state's own readings 12.3-15.5 µs.
 POOL_SHIFT = 1.3
+# A reading this many times another is no state of the pool's: the probe ran while a neighbour held a
+# CPU its threads needed, and the pool stalled (16 ms a call on the VM, against 12-20 µs in either
+# state); the threads' wait and the host reference set such spells aside (stats/spells.py).
+POOL_STALL = 4.0
 
 
 def level(readings: Sequence[float] | None) -> float | None:
-    """The pool reference over a case's processes (their median), or None."""
+    """The pool reference over a case's processes (their median, stalls set aside), or None."""
     xs = [x for x in readings or () if x > 0]
-    return statistics.median(xs) if xs else None
+    if not xs:
+        return None
+    return statistics.median([x for x in xs if not stalled(x, min(xs))])
+
+
+def stalled(reading: float, best: float) -> bool:
+    """Whether a reading is a stall beside a busy CPU, not a state of the pool: POOL_STALL× `best` or more."""
+    return reading >= POOL_STALL * best
 
 
 def fastest(readings: Iterable[float]) -> float | None:
@@ -41,7 +52,7 @@ def fastest(readings: Iterable[float]) -> float | None:
 def unready(reading: float | None, best: float | None) -> bool:
     """Whether a process's pool reference says the host kept its pool waiting: POOL_SHIFT× the run's best
     or more."""
-    return reading is not None and best is not None and reading >= POOL_SHIFT * best
+    return reading is not None and best is not None and POOL_SHIFT * best <= reading < POOL_STALL * best
 
 
 def explains(ratio: float, threads: int, base: float | None, new: float | None) -> bool:
@@ -51,4 +62,4 @@ def explains(ratio: float, threads: int, base: float | None, new: float | None) 
     if threads < 2 or base is None or new is None:
         return False
     shift = new / base
-    return max(shift, 1 / shift) >= POOL_SHIFT and (shift > 1) == (ratio > 1)
+    return POOL_SHIFT <= max(shift, 1 / shift) < POOL_STALL and (shift > 1) == (ratio > 1)
