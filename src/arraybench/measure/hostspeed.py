@@ -316,7 +316,6 @@ def thread_waits() -> ThreadWaits | None:
     return waits if waits.fds else None
 
 
-
 # The pool reference: NumPy's matmul of two POOL_N² float32 matrices, the median of POOL_CALLS calls
 # after POOL_WARMUP (about 3 ms on the 2-core VM). Then the pool's threads spin on their CPUs before they
 # sleep (OpenBLAS: 2^28 TSC cycles, 0.10-0.13 s on the VM); settle_pool waits that out.
@@ -335,8 +334,7 @@ def measure_pool_reference(threads: int, calls: int = POOL_CALLS,
                            clock: Callable[[], float] = time.perf_counter) -> float | None:
     """Seconds of one call of NumPy's 100² float32 matmul on this process's BLAS pool (the median of
     `calls`, or of those made within POOL_BUDGET_S, POOL_MIN_CALLS at least), or None with fewer than 2
-    threads: whether the pool's threads were there, spinning, when a
-    call handed them work.
+    threads: whether the pool's threads were there, spinning, when a call handed them work.
 
     A pool's threads spin between back-to-back calls, so a small call never waits for one to wake. On
     the 2-core VM the host kept them from it for minutes at a time: NumPy's 2-thread call took 14-15 µs,

@@ -18,7 +18,6 @@ from arraybench.report.table import Points, points_by_workload
 from arraybench.report.view import CaseView
 from arraybench.results import Results
 from arraybench.results.header import Analysis, Peaks, RunHeader, machine_names
-from arraybench.results.reading import pool_readings
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.results.speedups import speedups
@@ -291,6 +290,15 @@ def analysis(res: Results) -> Analysis:
                     short_of_samples=sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
                     bimodal_processes=sum(1 for r in latest for p in r.replicates if p.bimodal),
                     pool_fastest_s=pool_fastest, pool_slow_share=pool_share)
+
+
+def pool_readings(r: CaseRecord) -> tuple[float, ...] | None:
+    """Each process's pool reference (`pool_ref_s`, one a process) for a case of several threads; None
+    for one thread, or where the record has none for every process."""
+    count = len(r.replicates) or 1
+    if r.threads < 2 or not r.pool_ref_s or len(r.pool_ref_s) != count:
+        return None
+    return r.pool_ref_s
 
 
 def pool_state(records: Iterable[CaseRecord]) -> tuple[float | None, float | None]:

@@ -219,7 +219,8 @@ class Analysis(Part):
     pool_fastest_s: float | None = declared("the pool reference (`pool_ref_s`) at its fastest over the run's "
                                             "processes of several threads", unit="s")
     pool_slow_share: float | None = declared("the share of the run's processes of several threads whose pool "
-                                             "reference ran stats.pools.POOL_SHIFT× its fastest or more",
+                                             "reference ran stats.pools.POOL_SHIFT× its fastest or more (stalls set "
+                                             "aside: stats.pools.stalled)",
                                              unit="ratio")
 
 

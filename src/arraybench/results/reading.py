@@ -92,15 +92,6 @@ def split(r: CaseRecord) -> list[Part]:
     return out
 
 
-def pool_readings(r: CaseRecord) -> tuple[float, ...] | None:
-    """Each process's pool reference (`pool_ref_s`, one a process) for a case of several threads; None
-    for one thread, or where the record has none for every process."""
-    count = len(r.replicates) or 1
-    if r.threads < 2 or not r.pool_ref_s or len(r.pool_ref_s) != count:
-        return None
-    return r.pool_ref_s
-
-
 def window(r: CaseRecord, k: int) -> Window:
     """The samples measured together with round `k` of `r`: its rivals on its machine, that round."""
     return (*rivals(r), r.machine, k)

@@ -213,10 +213,10 @@ class CaseRecord:
              "(hostspeed.measure_wake_reference); `null` with one CPU")
     pool_ref_s: tuple[float, ...] | None = described(
         "s", "NumPy's 100² float32 matmul on the worker's threads (the median of 200 calls, or of those made in "
-             "50 ms), timed once as the "
-             "worker started, before its framework was imported, with every other worker stopped (one per "
-             "process): whether the host left a pool's threads spinning, ready for the next call, or made each "
-             "call wake them (hostspeed.measure_pool_reference); `null` with one thread or off the CPU")
+             "50 ms), timed once as the worker started, before its framework was imported, with every other "
+             "worker stopped (one per process): whether the host left a pool's threads spinning, ready for the "
+             "next call, or made each call wake them (hostspeed.measure_pool_reference); `null` with one thread "
+             "or off the CPU")
     median_s: float | None = described("s", "one process: the median of its samples; a case: the median of its "
                                          "processes' medians (the geometric mean of the middle two for an even "
                                          "count): a typical process's time, which one process in a slow state "
