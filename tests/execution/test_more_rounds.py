@@ -271,3 +271,54 @@ def test_a_process_in_another_state_reopens_the_question_it_had_answered(tmp_pat
     assert runner.calls[1] == (3, sorted(true))  # the process for spread
     assert len(runner.calls) > 2 and jax.id in runner.calls[2][1]  # then more rounds: its question reopened
     assert latest[jax.id].n_processes > 3
+
+
+class StallingRunner(StubRunner):
+    """A StubRunner whose processes in `stalls` ((case id, round) pairs) stall beside a neighbour: 100×
+    slower, their threads waiting for a CPU throughout (`cpu_wait`), so a spell covers them."""
+
+    def __init__(self, *args, stalls, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stalls = stalls
+
+    def process(self, case, k, drift):
+        rec = super().process(case, k, drift)
+        if (case.id, k) not in self.stalls:
+            return replace(rec, cpu_wait=(0.0,) * len(rec.samples_s))
+        return replace(rec, samples_s=tuple(100 * t for t in rec.samples_s), median_s=100 * rec.median_s,
+                       cpu_wait=(1.0,) * len(rec.samples_s))
+
+
+def test_a_case_whose_process_a_spell_covered_is_not_placed_until_two_rounds_pair_it_with_its_rival(
+        tmp_path, fake_clock):
+    """numpy 1 ms; torch 3× behind, placed at the first look where both its processes were clean. Here its
+    first stalled: read apart, its one clean process would place it, but the report reads two rivals of one
+    run paired once they share two kept rounds, so it takes the planned third round with numpy first."""
+    numpy, torch = plan = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 2)
+                           for b in ("numpy", "torch")]
+    true = {numpy.id: 1e-3, torch.id: 3e-3}
+    for stalls, third in (((), False), ({(torch.id, 0)}, True)):
+        path = tmp_path / f"results-{len(stalls)}.jsonl"
+        writer = ResultsWriter(path, {**HEADER, "environments": None})
+        runner = StallingRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01), stalls=stalls)
+        runner.run(plan)
+        stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
+        writer.close()
+        res = load_results(path)
+        rec = res.latest()[torch.id]
+        assert (rec.n_processes == 3) == third and stopped[torch.id] == "decided"
+        assert sorted(res.reading.rounds(rec)) == ([1, 2] if third else [0, 1])
+
+
+def test_a_decided_case_whose_question_reopens_without_budget_ends_saying_so(tmp_path, fake_clock):
+    """As in the test above it: jax's third process, after the rounds, lands in another state and opens its
+    place again; with no budget left it cannot go on, and its line says the budget ended it, not that its
+    place was decided."""
+    numpy, jax = plan = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 1) for b in ("numpy", "jax")]
+    true = {numpy.id: 1e-3, jax.id: 2.5e-3}
+    runner, stopped, latest = stamped(tmp_path, fake_clock, plan, true, cost=1.0, budget_s=0.5,
+                                      later={jax.id: 0.8e-3})
+    assert runner.calls[1] == (3, sorted(true))  # the process for spread, then nothing
+    assert len(runner.calls) == 2
+    assert stopped[jax.id] == stopped[numpy.id] == "budget"
+    assert latest[jax.id].stopped == "budget" and latest[jax.id].n_processes == 3
