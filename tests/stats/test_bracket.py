@@ -99,3 +99,27 @@ def test_a_crossover_whose_medians_flip_back_and_forth_is_placed_from_its_separa
     (br,) = found  # the noise's flips inside are one crossover
     assert (br.lo, br.hi) == (10, 100_000) and br.state == OPEN  # 640 to 100 000 is still a wide gap
     assert br.estimate == pytest.approx(1000.0, rel=0.01)
+
+
+def test_pairing_never_unorders_two_cases_whose_own_intervals_lie_apart():
+    """TensorFlow's jitted poly at n = 3000 (0.96 and 1.66 ms) against Numba's (14.4 and 9.9 ms) in the same
+    two rounds of one run: the two rounds' ratios differ in size, and paired they say nothing at one degree
+    of freedom; their own intervals lie 6.6× apart and every round agrees, so those order them. Where the
+    intervals overlap too, or a round puts them the other way, nothing does."""
+    import math
+
+    from arraybench.stats import bracket
+    from arraybench.stats.paired import Pairing
+    from arraybench.stats.pooling import NO_PRIOR
+
+    run = Pairing("run", NO_PRIOR)
+    tf = Point(3000, 1.262e-3, 1.060e-3, 1.502e-3, ((0, math.log(0.9636e-3)), (1, math.log(1.6629e-3))), run)
+    nb = Point(3000, 11.09e-3, 9.93e-3, 12.40e-3, ((0, math.log(14.443e-3)), (1, math.log(9.8805e-3))), run)
+    found = bracket.paired(tf, nb)
+    assert found is not None and found.df == pytest.approx(1) and found.ci95[0] < 1 < found.ci95[1]
+    assert bracket.side(tf, nb) == -1 and bracket.side(nb, tf) == 1
+    wide = Point(3000, 11.09e-3, 1.2e-3, 30e-3, nb.rounds, run)
+    assert bracket.side(tf, wide) == 0
+    # A round that puts them the other way (Numba's second process in a fast mode, 0.5 ms) leaves it open.
+    mixed = Point(3000, 11.09e-3, 9.93e-3, 12.40e-3, ((0, math.log(14.443e-3)), (1, math.log(0.5e-3))), run)
+    assert bracket.side(tf, mixed) == 0 and not bracket.one_way(tf, mixed) and bracket.one_way(tf, nb)
