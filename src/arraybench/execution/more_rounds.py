@@ -35,7 +35,7 @@ from typing import Protocol
 
 from arraybench.core.case import Case, base_id, rivals
 from arraybench.results import Results, ResultsWriter, load_results
-from arraybench.results.reading import Reading, paired_prior_of
+from arraybench.results.reading import Reading, paired_prior_of, process_rounds
 from arraybench.results.record import CaseRecord
 from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
@@ -74,18 +74,13 @@ def estimate(base: CaseRecord, new: CaseRecord, reading: Reading, prior: Varianc
     if found is not None:
         return found.estimate
     result = compare_samples(b, n)
-    if len(rounds_of(base, reading) & rounds_of(new, reading)) >= 2:
+    if len(set(process_rounds(base)) & set(process_rounds(new))) >= 2:
         # Measured side by side, but a spell set aside what would pair them: the report reads them paired
         # once they share two kept rounds, so neither is placed before then. Read apart, PyTorch's jitted
         # 10⁶ add (one process of two stalled at 7.7 ms, 86 µs the other) stopped as 3.7× ahead of
         # JAX's; paired in the two rounds a last process gave it, the two were unordered.
         return LogRatio(math.log(result.ratio), math.inf, 1)
     return LogRatio(math.log(result.ratio), result.log_se, result.df)
-
-
-def rounds_of(rec: CaseRecord, reading: Reading) -> set[int]:
-    """The rounds `rec` was measured in, its processes a spell covered among them."""
-    return {p.round for p in reading.processes(rec)}
 
 
 def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = (),
@@ -179,7 +174,6 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     by_id = {c.id: c for c in plan}
     stopped: dict[str, str] = {}
     spread: set[str] = set()  # the cases given their process for spread (crowded), once each
-    reopened: dict[str, str] = {}  # decided cases whose question opened again, and why they could not go on
     now = clock or time.time
     rounds = first
     while True:
@@ -213,18 +207,12 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                 going += [by_id[cid] for cid in group] if rounds < planned else []
                 continue
             if any(cid in stopped for cid in group):
-                # Decided before: it goes on only for a question opened since, while rounds and budget allow;
-                # where they do not, it ends open, and says why.
-                if all(rule.answered(e) for e in found):
-                    for cid in group:
-                        reopened.pop(cid, None)
-                elif rounds < rule.max_rounds and budget.claim(cost):
+                # Decided before: it goes on only for a question opened since, while rounds and budget allow.
+                if (not all(rule.answered(e) for e in found) and rounds < rule.max_rounds
+                        and budget.claim(cost)):
                     going += [by_id[cid] for cid in group]
                     for cid in group:
                         stopped.pop(cid)
-                        reopened.pop(cid, None)
-                else:
-                    reopened.update(dict.fromkeys(group, MAX_ROUNDS if rounds >= rule.max_rounds else BUDGET))
                 continue
             step = rule.step(found, rounds, budget, cost)
             if step.go_on:
@@ -253,7 +241,10 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         on_round(sum(rounds + 1 - max(first, latest[c.id].n_processes or 1) for c in going))
         runner.run(going)
         rounds += 1
-    stopped.update((cid, why) for cid, why in reopened.items() if stopped.get(cid) == DECIDED)
+    # A case decided once whose question the last look found open again could not go on: it ends open.
+    for group, found, _ in groups:
+        if any(stopped.get(cid) == DECIDED for cid in group) and not all(rule.answered(e) for e in found):
+            stopped.update(dict.fromkeys(group, MAX_ROUNDS if rounds >= rule.max_rounds else BUDGET))
     for cid, why in sorted(stopped.items()):  # `latest` was read after the last round
         writer.append(replace(latest[cid], stopped=why))
     return stopped
