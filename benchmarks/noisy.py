@@ -15,7 +15,8 @@ per run and between the first two (issue 41, item 5):
   decision rule every claim of the report uses (`stats.bracket.order`);
 - the sizes with a winner: where the fastest backend·mode is ahead of the runner-up beyond noise
   (the answer's `leads`, as `benchmarks/decided.py` counts them);
-- the pairs at least 2× apart that are left unordered;
+- the pairs at least 2× apart that are left unordered, and how many of those only a thread pool the host
+  kept waiting holds (`unordered_2x_pools`: a case's reach, stats/pools.py);
 - the verdicts `compare` gives between the two identical runs (`slower` or `faster`: none is right);
 - the wall time of each run.
 
@@ -71,7 +72,7 @@ def pairs_and_sizes(path: Path) -> dict:
 
     res = load_results(path)
     data = ReportData.from_results([res])
-    apart, ordered, wide, open_wide, sizes, won = 0, 0, 0, [], 0, 0
+    apart, ordered, wide, open_wide, sizes, won, held = 0, 0, 0, [], 0, 0, 0
     for recs in data.problems(data.records).values():
         ok = [r for r in recs if r.status == "ok" and r.median_s]
         by_size: dict = {}
@@ -89,6 +90,7 @@ def pairs_and_sizes(path: Path) -> dict:
                     wide += 1
                     if not decided:
                         open_wide.append(f"{a.workload}[{a.size}] {data.label(a)} / {data.label(b)} ×{ratio:.2f}")
+                        held += bracket.held(bracket.point(a), bracket.point(b))  # a pool's reach: stats/pools.py
         for lead in leads(data, recs):
             if lead.margin == "the only correct backend·mode":
                 continue
@@ -99,7 +101,8 @@ def pairs_and_sizes(path: Path) -> dict:
     return {"run": str(path), "pairs_1.25x": apart, "ordered": ordered,
             "ordered_share": round(ordered / apart, 3) if apart else None,
             "sizes": sizes, "with_winner": won, "winner_share": round(won / sizes, 3) if sizes else None,
-            "pairs_2x": wide, "unordered_2x": len(open_wide), "unordered_2x_pairs": open_wide[:20],
+            "pairs_2x": wide, "unordered_2x": len(open_wide), "unordered_2x_pools": held,
+            "unordered_2x_pairs": open_wide[:20],
             "cases": len(latest), "processes": sum(r.n_processes or 1 for r in latest if r.status == "ok"),
             **({"analysis": spell} if spell else {})}
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from arraybench.stats import bracket
 from arraybench.stats.bracket import BRACKETED, OPEN, TIE, Point, brackets, proposals
 
 
@@ -123,3 +124,17 @@ def test_pairing_never_unorders_two_cases_whose_own_intervals_lie_apart():
     # A round that puts them the other way (Numba's second process in a fast mode, 0.5 ms) leaves it open.
     mixed = Point(3000, 11.09e-3, 9.93e-3, 12.40e-3, ((0, math.log(14.443e-3)), (1, math.log(0.5e-3))), run)
     assert bracket.side(tf, mixed) == 0 and not bracket.one_way(tf, mixed) and bracket.one_way(tf, nb)
+
+
+def test_a_case_that_may_have_run_faster_by_its_reach_is_behind_only_beyond_it():
+    """A point's `reach` (stats/pools.reach): a case behind by less than it is open; ahead, it stays ahead."""
+    jax = bracket.Point(100, 15e-6, 14.5e-6, 15.5e-6)
+    numpy = bracket.Point(100, 31e-6, 30e-6, 32e-6, reach=2.4)
+    assert bracket.side(jax, numpy) == bracket.side(numpy, jax) == 0
+    assert bracket.held(jax, numpy) and bracket.held(numpy, jax)
+    slow = bracket.Point(100, 90e-6, 88e-6, 92e-6, reach=2.4)  # 6× behind: beyond any reach
+    assert bracket.side(jax, slow) == -1 and not bracket.held(jax, slow)
+    ahead = bracket.Point(100, 10e-6, 9.8e-6, 10.2e-6, reach=2.4)  # ahead though slowed
+    assert bracket.side(ahead, jax) == -1 and bracket.side(jax, ahead) == 1
+    assert bracket.side(jax, bracket.Point(100, 31e-6, 30e-6, 32e-6)) == -1  # no reach: ordered as measured
+    assert numpy.times(2.0).reach == 2.4

@@ -137,3 +137,60 @@ def test_the_first_screen_says_what_share_of_the_processes_of_several_threads_fo
     calm = analysis(load_results(results_file(tmp_path / "b.jsonl", [recs[2]])))
     assert calm.pool_slow_share == 0 and pool_clause(calm) == ""
     assert pool_clause(analysis(load_results(results_file(tmp_path / "c.jsonl", [recs[3]])))) == ""
+
+
+def test_a_case_the_host_kept_waiting_may_have_run_faster_by_its_reach_and_no_claim_has_it_behind_by_less():
+    """Within a run: a case of several threads whose pool the host kept waiting in half its processes or more
+    may have run faster in a run that met it ready, by the wait its call paid (POOL_WAKES excess pool
+    references, POOL_REACH at most); one that splits nothing (NumPy's `a + b`) shows it where its processes
+    met both states."""
+    best = READY
+    waiting = [WOKEN, WOKEN, WOKEN]
+    cost = pools.POOL_WAKES * (WOKEN - READY)
+    assert pools.reach(waiting, best, 2, 31e-6) == pytest.approx(min(pools.POOL_REACH, 31e-6 / max(31e-6 - cost, best)))
+    assert pools.reach(waiting, best, 2, 31e-6) > 2  # NumPy's matmul: 14 µs in a run that met its pool ready
+    assert pools.reach(waiting, best, 2, 2e-3) == pytest.approx(2e-3 / (2e-3 - cost))  # a long call: a little
+    assert pools.reach(waiting, best, 1, 31e-6) == 1  # one thread has no pool
+    assert pools.reach(waiting, best, 2, 10e-6) == 1  # shorter than a ready pool's split call: splits nothing
+    assert pools.reach(waiting, None, 2, 31e-6) == pools.reach(None, best, 2, 31e-6) == 1
+    # The first process of a run often met its pool waiting: a quarter of a case's processes is no state.
+    assert pools.reach([WOKEN, READY, READY, READY], best, 2, 31e-6) == 1
+    # A stall beside a busy CPU (16 ms) is a spell's, set aside: two of three left read waiting.
+    assert pools.reach([16e-3, WOKEN, WOKEN, READY], best, 2, 31e-6) > 2
+    # Processes that met both states: those that met it waiting ran no slower (NumPy's add, 28 and 29 µs),
+    # so the state is not the case's; PyTorch's matmul, 14 and 20 µs, moved with it.
+    assert pools.reach([WOKEN, WOKEN, READY], best, 2, 29e-6, [29e-6, 29e-6, 28e-6]) == 1
+    assert pools.reach([WOKEN, WOKEN, READY], best, 2, 20e-6, [20e-6, 20e-6, 14e-6]) > 1
+
+
+def _matmul_run(tmp_path, numpy_state: float, numpy_s: float):
+    """JAX's jitted 2-thread matmul at 15 µs (its own pool) against NumPy's at `numpy_s`, every NumPy worker's
+    pool reference at `numpy_state`; a third case's at READY gives the run its fastest."""
+    recs = [pooled(record("numpy", "eager", 2, processes(numpy_s, count=4, seed=1), threads=2), numpy_state, 4),
+            pooled(record("jax", "jit", 2, processes(15e-6, count=4, seed=2), threads=2), READY, 4),
+            pooled(record("torch", "eager", 2, processes(60e-6, count=4, seed=3), threads=2), READY, 4)]
+    return load_results(results_file(tmp_path / f"run{numpy_s}.jsonl", recs))
+
+
+def test_identical_runs_in_two_pool_states_never_order_a_pair_both_ways(tmp_path):
+    """Two identical runs on the VM: NumPy's 2-thread 100² matmul at 14 µs where the host met its pool ready,
+    31 µs where it kept it waiting; JAX's 15-16 µs in both. The first run has NumPy ahead; the second does not
+    put JAX ahead (it did, ×2.0, before reach), and its answer says why."""
+    from arraybench.report.answer import answers
+    from arraybench.report.data import ReportData
+    from arraybench.stats import bracket
+
+    ready, waiting = _matmul_run(tmp_path, READY, 14e-6), _matmul_run(tmp_path, WOKEN, 31e-6)
+    sides = []
+    for res in (ready, waiting):
+        by = {r.backend: r for r in res.latest().values()}
+        sides.append(bracket.side(res.reading.point(by["jax"]), res.reading.point(by["numpy"])))
+        # PyTorch's 60 µs is behind JAX in either state: the reach of a case ahead changes nothing.
+        assert bracket.side(res.reading.point(by["jax"]), res.reading.point(by["torch"])) == -1
+    assert sides == [1, 0]
+    by = {r.backend: r for r in waiting.latest().values()}
+    assert bracket.held(waiting.reading.point(by["jax"]), waiting.reading.point(by["numpy"]))
+    said = " ".join(a.text() for a in answers(ReportData.from_results([waiting]), []))
+    assert "while the host kept the thread pool of numpy·eager waiting: in a run that meets it ready it may" in said
+    assert "numpy·eager" in said and "jax·jit is fastest" not in said
+    assert "thread pool" not in " ".join(a.text() for a in answers(ReportData.from_results([ready]), []))

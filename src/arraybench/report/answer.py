@@ -73,7 +73,8 @@ def answers(data: ReportData, found: list[Crossover]) -> list[Answer]:
                                    and (s.points[0].record.env or "") == env])
         open_sizes = _open_sizes(ok)
         said = (_why(data, name, ok), memory_section.sentence(data, name, ok), spread,
-                _spells(data, name, ok, open_sizes), _modes(data, name, open_sizes), unmeasured)
+                _spells(data, name, ok, open_sizes), _modes(data, name, open_sizes), _pools(data, name, open_sizes),
+                unmeasured)
         out.append(Answer(wl, dtype, machine, verdict, " ".join(t for t in said if t),
                           data.problem(every[0]), unmeasured, fixed, env))
     return out
@@ -95,7 +96,7 @@ def _open_sizes(recs: Sequence[CaseView]) -> list[tuple[Any, list[CaseView]]]:
     out = []
     for s in _sizes(recs):
         ranked = _at(recs, s)
-        if len(ranked) >= 2 and bracket.order(ranked[0], ranked[1]) != -1:
+        if len(ranked) >= 2 and bracket.order(ranked[0], _rival(ranked)) != -1:
             out.append((s, _within_noise(ranked)))
     return out
 
@@ -145,6 +146,28 @@ def _modes(data: ReportData, name: str, open_sizes: list[tuple[Any, list[CaseVie
     return (f"At {name} = {_size(s)} the processes of {data.label(r)} fell into two speeds, {_speed(fast)} and "
             f"{_speed(slow)}{more}, which leaves its place open: more processes (--processes or --budget) would "
             "decide it.")
+
+
+def _pools(data: ReportData, name: str, open_sizes: list[tuple[Any, list[CaseView]]]) -> str:
+    """'Open at n = 100 while the host kept the thread pools of numpy·eager and numba·jit waiting: in a run
+    that meets them ready they may run up to 2.4× faster, so no order within that is claimed; a quieter
+    host would decide it.', where a size has no winner because a case tied there may have run `reach`×
+    faster (stats/pools.reach; bracket.held); else ''. More rounds in the same state would not decide it."""
+    sizes, names, most = [], [], 1.0
+    for s, tied in open_sizes:
+        first = bracket.point(tied[0])
+        held = [r for r in tied[1:] if bracket.held(first, bracket.point(r))]
+        waiting = [r for r in (tied[0], *held) if held and r.reach > 1]
+        if waiting:
+            sizes.append(_size(s))
+            names += [label for r in waiting if (label := data.label(r)) not in names]
+            most = max(most, *(r.reach for r in waiting))
+    if not sizes:
+        return ""
+    pools, them = ("thread pools", "them") if len(names) > 1 else ("thread pool", "it")
+    return (f"Open at {name} = {listed(sizes)} while the host kept the {pools} of {listed(names)} waiting: in a run "
+            f"that meets {them} ready {them if len(names) > 1 else 'it'} may run up to {most:.1f}× faster, so no "
+            "order within that is claimed; a quieter host would decide it.")
 
 
 def _speed(medians: Sequence[float]) -> str:
@@ -233,6 +256,7 @@ class Lead:
     best: CaseView
     margin: str  # '1.9× ahead of torch·eager', 'tied with jax·jit within noise', 'the only correct backend·mode'
     tied: bool
+    rival: CaseView | None = None  # the case the margin is over (_rival)
 
 
 def leads(data: ReportData, recs: Sequence[CaseView]) -> list[Lead]:
@@ -246,8 +270,16 @@ def leads(data: ReportData, recs: Sequence[CaseView]) -> list[Lead]:
         if len(ranked) < 2:
             out.append(Lead(s, ranked[0], "the only correct backend·mode", False))
         else:
-            out.append(Lead(s, ranked[0], _ahead(data, ranked[0], ranked[1]), bool(_tie(ranked[0], ranked[1]))))
+            rival = _rival(ranked)
+            out.append(Lead(s, ranked[0], _ahead(data, ranked[0], rival), bool(_tie(ranked[0], rival)), rival))
     return out
+
+
+def _rival(ranked: Sequence[CaseView]) -> CaseView:
+    """What the fastest by its median at one size (`ranked`: _at, two cases or more) leads by: the first
+    case it is not ahead of beyond noise, else the runner-up. Ahead of the runner-up is not ahead of all
+    where a case further behind may have run `reach`× faster (stats/pools.reach)."""
+    return next((r for r in ranked[1:] if bracket.order(ranked[0], r) != -1), ranked[1])
 
 
 def _ratio(x: float) -> str:
@@ -260,7 +292,7 @@ def _ratio(x: float) -> str:
 def _leader(data: ReportData, ranked: Sequence[CaseView]) -> str | None:
     """The fastest backend·mode at one size where it is ahead of the runner-up beyond noise; None
     where no one is."""
-    if len(ranked) > 1 and bracket.order(ranked[0], ranked[1]) != -1:
+    if len(ranked) > 1 and bracket.order(ranked[0], _rival(ranked)) != -1:
         return None
     return data.label(ranked[0])
 

@@ -18,6 +18,7 @@ from arraybench.report.table import Points, points_by_workload
 from arraybench.report.view import CaseView
 from arraybench.results import Results
 from arraybench.results.header import Analysis, Peaks, RunHeader, machine_names
+from arraybench.results.reading import pool_readings
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.results.run_ids import run_id
 from arraybench.results.speedups import speedups
@@ -70,7 +71,7 @@ class ReportData:
         # (bracket.side), and how many of its processes a slow spell reached.
         paired = {(name[res.machine_key(r)], r.id): (tuple(sorted(res.reading.rounds(r).items())), res.reading.pairing,
                                                      sum(reached(p.sifted, p.measured)
-                                                         for p in res.reading.processes(r)))
+                                                         for p in res.reading.processes(r)), res.reading.reach(r))
                   for res in results for r in res.records if r.status == "ok"}
         headers = {name[res.machine_key()]: dataclasses.replace(res.header, analysis=analysis(res)) for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
@@ -196,7 +197,7 @@ def run_views(res: Results) -> dict[str, CaseView]:
 
 
 def _derive(records: Sequence[CaseRecord], headers: dict[str, RunHeader], label: Any,
-            paired: Mapping[tuple[str, str], tuple[Any, Any, int]] | None = None) -> list[CaseView]:
+            paired: Mapping[tuple[str, str], tuple[Any, Any, int, float]] | None = None) -> list[CaseView]:
     """Each record's view: speedup vs NumPy (same machine), quartiles, the 95 % interval, GFLOP/s,
     GB/s, % of that machine's peaks, arithmetic intensity, the bound, the harness's own per-call cost,
     and (`paired`, by machine and id) its rounds and its run's pairing."""
@@ -218,13 +219,15 @@ def _derive(records: Sequence[CaseRecord], headers: dict[str, RunHeader], label:
     flat = set().union(*map(bound.fixed_cost_dominates, sweeps.values()))
     paired = paired or {}
     return [_view(r, speedup.get((r.id, r.machine)), floors.get((r.machine, label(r))), peaks_of(r.machine),
-                  r.id in flat, *paired.get((r.machine or "", r.id), ((), None, 0))) for r in records]
+                  r.id in flat, *paired.get((r.machine or "", r.id), ((), None, 0, 1.0))) for r in records]
 
 
 def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: Peaks, flat: bool,
-          rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None, spelled: int = 0) -> CaseView:
+          rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None, spelled: int = 0,
+          reach: float = 1.0) -> CaseView:
     """One record's derived numbers (see CaseView)."""
-    d: dict[str, Any] = {"speedup": speedup, "rounds": rounds, "pairing": pairing, "spelled": spelled}
+    d: dict[str, Any] = {"speedup": speedup, "rounds": rounds, "pairing": pairing, "spelled": spelled,
+                         "reach": reach}
     ok = r.status == "ok" and bool(r.median_s)
     median = r.median_s or 0.0
     if ok and r.samples_s:
@@ -290,15 +293,6 @@ def analysis(res: Results) -> Analysis:
                     short_of_samples=sum(1 for r in latest for p in r.replicates if p.stop == "budget"),
                     bimodal_processes=sum(1 for r in latest for p in r.replicates if p.bimodal),
                     pool_fastest_s=pool_fastest, pool_slow_share=pool_share)
-
-
-def pool_readings(r: CaseRecord) -> tuple[float, ...] | None:
-    """Each process's pool reference (`pool_ref_s`, one a process) for a case of several threads; None
-    for one thread, or where the record has none for every process."""
-    count = len(r.replicates) or 1
-    if r.threads < 2 or not r.pool_ref_s or len(r.pool_ref_s) != count:
-        return None
-    return r.pool_ref_s
 
 
 def pool_state(records: Iterable[CaseRecord]) -> tuple[float | None, float | None]:

@@ -28,7 +28,13 @@ def listed(names: Sequence[str]) -> str:
 
 def tie_seen(best: CaseRecord, tied: Sequence[CaseRecord]) -> str:
     """What a tie within noise could have seen: "no difference larger than 12 % (80 % power)", for
-    the least certain of the cases tied with `best`."""
+    the least certain of the cases tied with `best`; where the host kept the pool of one of them
+    waiting (a report view's `reach`: stats/pools.reach), how far that may move them instead."""
+    held = [max(best.reach, r.reach) for r in tied if isinstance(best, bracket.Viewed)
+            and isinstance(r, bracket.Viewed) and bracket.held(bracket.point(best), bracket.point(r))]
+    if held:
+        most = max(held)
+        return f"the host's thread pools may move them up to {most:.1f}×"
     return power.phrase(max(power.detectable_gap(best, r) for r in tied), noun="difference")
 
 

@@ -159,7 +159,7 @@ def _cells(data: ReportData, recs: Sequence[CaseView]) -> tuple[Cell, ...]:
     for lead in leads(data, recs):
         rivals = sorted((r for r in recs if r.status == "ok" and r.median_s and r.size == lead.size
                          and r is not lead.best), key=timed)
-        second = rivals[0] if rivals else None
+        second = lead.rival or (rivals[0] if rivals else None)
         ratio = timed(second) / timed(lead.best) if second and not lead.tied else None
         noise = second is not None and bracket.order(lead.best, second) != -1  # not a lead under 0.5 %
         cells.append(Cell(lead.size, data.label(lead.best), data.label(second) if lead.tied and second else None,

@@ -21,7 +21,7 @@ from typing import Any
 
 from arraybench.core.case import rivals
 from arraybench.results.record import CaseRecord
-from arraybench.stats import bracket, modes
+from arraybench.stats import bracket, modes, pools
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import Pairing, all_differences, paired_prior
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
@@ -42,6 +42,15 @@ def process_rounds(r: CaseRecord) -> list[int]:
     if not r.replicates:
         return [r.round if r.round is not None else 0]
     return [p.round if p.round is not None else i for i, p in enumerate(r.replicates)]
+
+
+def pool_readings(r: CaseRecord) -> tuple[float, ...] | None:
+    """Each process's pool reference (`pool_ref_s`, one a process) for a case of several threads; None
+    for one thread, or where the record has none for every process."""
+    count = len(r.replicates) or 1
+    if r.threads < 2 or not r.pool_ref_s or len(r.pool_ref_s) != count:
+        return None
+    return r.pool_ref_s
 
 
 def memory_by_round(r: CaseRecord) -> dict[int, float]:
@@ -113,6 +122,14 @@ class Reading:
     full_speed_s: float | None = None
     # Each family's cases as (point, spread between its processes), where any had two processes.
     families: Mapping[Family, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    # The run's pool reference at its fastest (stats/pools.fastest), over its processes of several threads.
+    pool_fastest_s: float | None = None
+
+    def reach(self, r: CaseRecord) -> float:
+        """How many times faster `r` might have run had the host kept its thread pool ready (stats/pools.reach)."""
+        parts = split(r) if r.samples_s else []
+        medians = [Measurement(p.samples).median for p in parts] if all(p.samples for p in parts) else []
+        return pools.reach(pool_readings(r), self.pool_fastest_s, r.threads, r.median_s or 0.0, medians)
 
     def mode_spread(self, r: CaseRecord) -> float:
         """How far apart the modes of `r`'s neighbours in its family were in this run (stats/modes.py; 1:
@@ -156,7 +173,8 @@ class Reading:
         """`r` (measured, as this reading gives its median and interval) as a point of the run's claims:
         paired with its rivals by round where the run measured them side by side."""
         p = bracket.point(r)
-        return bracket.Point(p.size, p.median, p.low, p.high, tuple(sorted(self.rounds(r).items())), self.pairing)
+        return bracket.Point(p.size, p.median, p.low, p.high, tuple(sorted(self.rounds(r).items())), self.pairing,
+                             self.reach(r))
 
 
 def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> tuple[list[CaseRecord], Reading]:
@@ -182,7 +200,8 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
         if r.status == "ok" and (m := alone[id(r)]) is not None and m.processes > 1:
             found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
-    reading = Reading(levels, prior, None, spells, full_speed, families)
+    pool = pools.fastest(x for r in latest.values() for x in pool_readings(r) or ())
+    reading = Reading(levels, prior, None, spells, full_speed, families, pool)
     out = []
     for r in records:
         m = alone[id(r)]
@@ -192,7 +211,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             continue
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
-    return out, Reading(levels, prior, pairing, spells, full_speed, families)
+    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool)
 
 
 def window_levels(records: Iterable[CaseRecord]) -> dict[Window, float]:

@@ -35,7 +35,9 @@ BRACKETED, TIE, OPEN = "bracketed", "tie", "open"
 @dataclass(frozen=True)
 class Point:
     """One measured case: its size, median time per call and an interval around the median; where its
-    run measured it beside its rivals, its log point by round (`rounds`) and the run's `pairing`."""
+    run measured it beside its rivals, its log point by round (`rounds`) and the run's `pairing`; and
+    `reach`, how many times faster it might have run in a state of the host its run did not meet (1:
+    none known; stats/pools.reach)."""
 
     size: float
     median: float
@@ -43,13 +45,14 @@ class Point:
     high: float
     rounds: tuple[tuple[int, float], ...] = ()
     pairing: Pairing | None = None
+    reach: float = 1.0
 
     def times(self, factor: float) -> Point:
         """The same point `factor` times slower, interval and rounds and all: whether one case is more
         than `factor` times faster than another is `side` of it scaled by `factor` against the other."""
         shift = math.log(factor)
         return Point(self.size, self.median * factor, self.low * factor, self.high * factor,
-                     tuple((k, x + shift) for k, x in self.rounds), self.pairing)
+                     tuple((k, x + shift) for k, x in self.rounds), self.pairing, self.reach)
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,27 @@ def side(a: Point, b: Point) -> int:
     9.9 ms), 8.8× apart with intervals [1.06, 1.50] and [9.9, 12.4] ms. A round that puts them the
     other way (a case whose processes fell into two speeds, one on either side of its rival) leaves
     the pair open, whatever the intervals of its medians say.
+
+    A case that may have run `reach`× faster in a state of the host its run did not meet (a thread pool
+    kept waiting: stats/pools.reach) is behind its rival only if it would be at that speed too: two
+    identical runs in the two states ordered JAX's 2-thread 100² matmul against NumPy's both ways.
     """
+    if a.reach == b.reach == 1.0:
+        return _side(a, b)
+    if _side(a.times(b.reach), b) < 0:
+        return -1
+    if _side(a, b.times(a.reach)) > 0:
+        return 1
+    return 0
+
+
+def held(a: Point, b: Point) -> bool:
+    """Whether only a `reach` leaves the two unordered: side with every reach at 1 orders them."""
+    return side(a, b) == 0 and _side(a, b) != 0
+
+
+def _side(a: Point, b: Point) -> int:
+    """side of two points as measured."""
     found = paired(a, b)
     if found is not None:
         lo, hi = found.ci95
@@ -151,6 +174,8 @@ class Viewed(Case, Protocol):
     def rounds(self) -> tuple[tuple[int, float], ...]: ...
     @property
     def pairing(self) -> Pairing | None: ...
+    @property
+    def reach(self) -> float: ...
 
 
 def point(r: Case) -> Point:
@@ -163,7 +188,7 @@ def point(r: Case) -> Point:
         low, high = r.ci_low_s, r.ci_high_s
     else:
         low, high = _interval(r)
-    return _placed(r, low, high, r.q25_s, r.q75_s, r.rounds, r.pairing)
+    return _placed(r, low, high, r.q25_s, r.q75_s, r.rounds, r.pairing, r.reach)
 
 
 def _interval(r: Case) -> tuple[float, float]:
@@ -172,13 +197,14 @@ def _interval(r: Case) -> tuple[float, float]:
 
 
 def _placed(r: Case, low: float, high: float, q25: float | None, q75: float | None,
-            rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None) -> Point:
+            rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None,
+            reach: float = 1.0) -> Point:
     median = r.median_s
     if median is None:
         raise ValueError(f"a case of size {r.size} has no median to place")
     if (r.n_processes or 1) <= 1 and r.noisy:
         low, high = _noisy_single_process(median, r.iqr_s, q25, q75, low, high)
-    return Point(r.size, median, low, high, rounds, pairing)
+    return Point(r.size, median, low, high, rounds, pairing, reach)
 
 
 def _noisy_single_process(median: float, iqr: float | None, q25: float | None, q75: float | None,
