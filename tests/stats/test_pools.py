@@ -194,3 +194,20 @@ def test_identical_runs_in_two_pool_states_never_order_a_pair_both_ways(tmp_path
     assert "while the host kept the thread pool of numpy·eager waiting: in a run that meets it ready it may" in said
     assert "numpy·eager" in said and "jax·jit is fastest" not in said
     assert "thread pool" not in " ".join(a.text() for a in answers(ReportData.from_results([ready]), []))
+
+
+def test_each_machine_of_a_cluster_run_is_read_against_its_own_fastest_pool(tmp_path):
+    """A cluster run's second machine reads its pool reference 2× the first's in every process: its own
+    state, not a pool kept waiting, so its cases get no reach; a case of the first machine's kept waiting does."""
+    recs = [replace(pooled(record("numpy", "eager", 3, processes(31e-6, count=3, seed=1), threads=2), 2 * READY, 3),
+                    machine="slow"),
+            replace(pooled(record("jax", "jit", 3, processes(15e-6, count=3, seed=2), threads=2), 2 * READY, 3),
+                    machine="slow"),
+            replace(pooled(record("numpy", "eager", 2, processes(31e-6, count=3, seed=3), threads=2), WOKEN, 3),
+                    machine="fast"),
+            replace(pooled(record("jax", "jit", 2, processes(15e-6, count=3, seed=4), threads=2), READY, 3),
+                    machine="fast")]
+    res = load_results(results_file(tmp_path / "cluster.jsonl", recs))
+    reach = {(r.machine, r.backend): res.reading.reach(r) for r in res.latest().values()}
+    assert reach[("slow", "numpy")] == reach[("slow", "jax")] == reach[("fast", "jax")] == 1
+    assert reach[("fast", "numpy")] > 2

@@ -122,14 +122,15 @@ class Reading:
     full_speed_s: float | None = None
     # Each family's cases as (point, spread between its processes), where any had two processes.
     families: Mapping[Family, tuple[tuple[float, float], ...]] = field(default_factory=dict)
-    # The run's pool reference at its fastest (stats/pools.fastest), over its processes of several threads.
-    pool_fastest_s: float | None = None
+    # The pool reference at its fastest (stats/pools.fastest) over the run's processes of several threads, by
+    # machine: a cluster's machines each have their own.
+    pool_fastest_s: Mapping[str | None, float] = field(default_factory=dict)
 
     def reach(self, r: CaseRecord) -> float:
         """How many times faster `r` might have run had the host kept its thread pool ready (stats/pools.reach)."""
         parts = split(r) if r.samples_s else []
         medians = [Measurement(p.samples).median for p in parts] if all(p.samples for p in parts) else []
-        return pools.reach(pool_readings(r), self.pool_fastest_s, r.threads, r.median_s or 0.0, medians)
+        return pools.reach(pool_readings(r), self.pool_fastest_s.get(r.machine), r.threads, r.median_s or 0.0, medians)
 
     def mode_spread(self, r: CaseRecord) -> float:
         """How far apart the modes of `r`'s neighbours in its family were in this run (stats/modes.py; 1:
@@ -200,7 +201,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
         if r.status == "ok" and (m := alone[id(r)]) is not None and m.processes > 1:
             found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
-    pool = pools.fastest(x for r in latest.values() for x in pool_readings(r) or ())
+    pool = pool_fastest(latest.values())
     reading = Reading(levels, prior, None, spells, full_speed, families, pool)
     out = []
     for r in records:
@@ -212,6 +213,14 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
     return out, Reading(levels, prior, pairing, spells, full_speed, families, pool)
+
+
+def pool_fastest(records: Iterable[CaseRecord]) -> dict[str | None, float]:
+    """Each machine's pool reference at its fastest (stats/pools.fastest) over its processes of several threads."""
+    readings: dict[str | None, list[float]] = defaultdict(list)
+    for r in records:
+        readings[r.machine].extend(pool_readings(r) or ())
+    return {m: best for m, xs in readings.items() if (best := pools.fastest(xs)) is not None}
 
 
 def window_levels(records: Iterable[CaseRecord]) -> dict[Window, float]:
