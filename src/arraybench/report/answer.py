@@ -290,7 +290,7 @@ def _ratio(x: float) -> str:
 
 
 def _leader(data: ReportData, ranked: Sequence[CaseView]) -> str | None:
-    """The fastest backend·mode at one size where it is ahead of the runner-up beyond noise; None
+    """The fastest backend·mode at one size where it is ahead of every rival beyond noise (_rival); None
     where no one is."""
     if len(ranked) > 1 and bracket.order(ranked[0], _rival(ranked)) != -1:
         return None

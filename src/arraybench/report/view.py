@@ -52,8 +52,8 @@ class CaseView(CaseRecord):
     spelled: int = described("processes", "its processes that a slow spell of the host reached (a quarter of their "
                                            "samples or more set aside, or covered: stats/spells.py)", default=0)
     reach: float = described("ratio", "how many times faster it might have run had the host kept its thread pool "
-                                      "ready (stats/pools.reach): 1, or stats.pools.POOL_REACH where the host kept "
-                                      "it waiting in half its processes or more", default=1.0)
+                                      "ready (stats/pools.reach): above 1, up to stats.pools.POOL_REACH, only where "
+                                      "the host kept it waiting in half its processes or more", default=1.0)
 
     @classmethod
     def of(cls, r: CaseRecord, **figures: Any) -> CaseView:
