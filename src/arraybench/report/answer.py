@@ -12,7 +12,7 @@ from arraybench.core.device_tokens import kind_of
 from arraybench.report import bound, devices, memory_section
 from arraybench.report.crossovers import Crossover
 from arraybench.report.data import ReportData
-from arraybench.report.table import listed, size_text, tie_seen
+from arraybench.report.table import held_by_reach, listed, size_text, tie_seen
 from arraybench.report.view import CaseView, timed
 from arraybench.stats import bracket, modes
 from arraybench.units import format_seconds
@@ -155,10 +155,8 @@ def _pools(data: ReportData, name: str, open_sizes: list[tuple[Any, list[CaseVie
     faster (stats/pools.reach; bracket.held); else ''. More rounds in the same state would not decide it."""
     sizes, names, most = [], [], 1.0
     for s, tied in open_sizes:
-        first = bracket.point(tied[0])
-        held = [r for r in tied[1:] if bracket.held(first, bracket.point(r))]
-        waiting = [r for r in (tied[0], *held) if held and r.reach > 1]
-        if waiting:
+        held = held_by_reach(tied[0], tied[1:])
+        if waiting := [r for r in (tied[0], *held) if held and r.reach > 1]:
             sizes.append(_size(s))
             names += [label for r in waiting if (label := data.label(r)) not in names]
             most = max(most, *(r.reach for r in waiting))
@@ -166,7 +164,7 @@ def _pools(data: ReportData, name: str, open_sizes: list[tuple[Any, list[CaseVie
         return ""
     pools, them = ("thread pools", "them") if len(names) > 1 else ("thread pool", "it")
     return (f"Open at {name} = {listed(sizes)} while the host kept the {pools} of {listed(names)} waiting: in a run "
-            f"that meets {them} ready {them if len(names) > 1 else 'it'} may run up to {most:.1f}× faster, so no "
+            f"that meets {them} ready {them} may run up to {most:.1f}× faster, so no "
             "order within that is claimed; a quieter host would decide it.")
 
 
@@ -279,7 +277,8 @@ def _rival(ranked: Sequence[CaseView]) -> CaseView:
     """What the fastest by its median at one size (`ranked`: _at, two cases or more) leads by: the first
     case it is not ahead of beyond noise, else the runner-up. Ahead of the runner-up is not ahead of all
     where a case further behind may have run `reach`× faster (stats/pools.reach)."""
-    return next((r for r in ranked[1:] if bracket.order(ranked[0], r) != -1), ranked[1])
+    tied = _within_noise(ranked)[1:]
+    return tied[0] if tied else ranked[1]
 
 
 def _ratio(x: float) -> str:

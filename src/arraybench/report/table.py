@@ -30,12 +30,18 @@ def tie_seen(best: CaseRecord, tied: Sequence[CaseRecord]) -> str:
     """What a tie within noise could have seen: "no difference larger than 12 % (80 % power)", for
     the least certain of the cases tied with `best`; where the host kept the pool of one of them
     waiting (a report view's `reach`: stats/pools.reach), how far that may move them instead."""
-    held = [max(best.reach, r.reach) for r in tied if isinstance(best, bracket.Viewed)
-            and isinstance(r, bracket.Viewed) and bracket.held(bracket.point(best), bracket.point(r))]
-    if held:
-        most = max(held)
-        return f"the host's thread pools may move them up to {most:.1f}×"
+    if held := held_by_reach(best, tied):
+        return f"the host's thread pools may move them up to {max(r.reach for r in (best, *held)):.1f}×"
     return power.phrase(max(power.detectable_gap(best, r) for r in tied), noun="difference")
+
+
+def held_by_reach(best: CaseRecord, tied: Sequence[CaseRecord]) -> list[Any]:
+    """The report views among `tied` that only a reach leaves unordered against `best` (bracket.held;
+    stats/pools.reach); none where `best` is a record, not a view."""
+    if not isinstance(best, bracket.Viewed):
+        return []
+    first = bracket.point(best)
+    return [r for r in tied if isinstance(r, bracket.Viewed) and bracket.held(first, bracket.point(r))]
 
 
 def row_label(r: CaseRecord, devices: set[str], machines: frozenset[str] = frozenset()) -> str:
