@@ -2,7 +2,7 @@
 
 import pytest
 
-from arraybench.stats.measurement import Measurement
+from arraybench.stats.measurement import Measurement, Replicated
 
 
 def test_statistics_from_samples():
@@ -35,3 +35,15 @@ def test_few_samples_warn():
 def test_empty_measurement_is_refused():
     with pytest.raises(ValueError):
         Measurement(())
+
+
+def test_the_interval_of_a_case_holds_its_point_to_the_last_digit():
+    """A process whose samples sit at one value (a coarse clock, a quantized call): its point goes through
+    exp(log()), which for this value lands one ulp below it, and its interval ended above the point (CI saw a
+    dashboard export's lower bound above its value)."""
+    x = 0.0007581964485373622
+    one = Replicated((Measurement((x,) * 9),))
+    assert one.point < x  # the round trip this test is about
+    assert one.ci95[0] <= one.point <= one.ci95[1]
+    several = Replicated(tuple(Measurement((x,) * 9) for _ in range(3)))
+    assert several.ci95[0] <= several.point <= several.ci95[1]

@@ -356,13 +356,17 @@ class Replicated:
         with R − 1 degrees of freedom plus the prior's. Without a prior, three processes say
         little about the spread between processes and the interval says so by being wide. With
         one process and no prior the between-process variation is unknown: the interval is
-        then that process's own and says too little.
+        then that process's own and says too little. Either holds the point: the point goes through
+        exp(log()), a process's interval does not, and a process whose samples sit at one value had
+        its interval end one ulp above its point (an export's lower bound above its value).
         """
+        point = self.point
         if self.df <= 0:
-            return self.runs[0].ci95
-        half = t975(self.df) * math.sqrt(2) * self.log_sd
-        c = math.log(self.point)
-        return math.exp(c - half), math.exp(c + half)
+            lo, hi = self.runs[0].ci95
+        else:
+            half = t975(self.df) * math.sqrt(2) * self.log_sd
+            lo, hi = math.exp(math.log(point) - half), math.exp(math.log(point) + half)
+        return min(lo, point), max(hi, point)
 
     @property
     def noisy(self) -> bool:
