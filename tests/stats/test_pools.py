@@ -211,3 +211,19 @@ def test_each_machine_of_a_cluster_run_is_read_against_its_own_fastest_pool(tmp_
     reach = {(r.machine, r.backend): res.reading.reach(r) for r in res.latest().values()}
     assert reach[("slow", "numpy")] == reach[("slow", "jax")] == reach[("fast", "jax")] == 1
     assert reach[("fast", "numpy")] > 2
+
+
+def test_the_first_screen_counts_a_slower_machine_of_a_cluster_run_against_its_own_fastest_pool(tmp_path):
+    """The cluster run above: the second machine's every reading is 2× the first's, its own state, not a pool
+    kept waiting; of the first machine's processes, the three of NumPy read it waiting, JAX's three did not."""
+    from arraybench.report.data import analysis
+
+    recs = [replace(pooled(record("numpy", "eager", 3, processes(31e-6, count=3, seed=1), threads=2), 2 * READY, 3),
+                    machine="slow"),
+            replace(pooled(record("numpy", "eager", 2, processes(31e-6, count=3, seed=3), threads=2), WOKEN, 3),
+                    machine="fast"),
+            replace(pooled(record("jax", "jit", 2, processes(15e-6, count=3, seed=4), threads=2), READY, 3),
+                    machine="fast")]
+    a = analysis(load_results(results_file(tmp_path / "cluster.jsonl", recs)))
+    assert a.pool_fastest_s == pytest.approx(READY)
+    assert a.pool_slow_share == pytest.approx(3 / 9)  # one fastest for the run called the slow machine's 3 waiting too

@@ -282,7 +282,7 @@ def analysis(res: Results) -> Analysis:
     env = res.environment
     reference = hostspeed.plan_memory_reference(env.last_level_cache_bytes, env.memory_bytes,
                                                 res.settings.memory_limit)
-    pool_fastest, pool_share = pool_state(latest)
+    pool_fastest, pool_share = pool_state(latest, res.reading.pool_fastest_s)
     return Analysis(prior=res.prior, full_speed_s=res.full_speed_s,
                     host_slowdown=spells.slowdown(refs, res.full_speed_s),
                     memory_full_speed_s=spells.nominal(memory),
@@ -295,15 +295,19 @@ def analysis(res: Results) -> Analysis:
                     pool_fastest_s=pool_fastest, pool_slow_share=pool_share)
 
 
-def pool_state(records: Iterable[CaseRecord]) -> tuple[float | None, float | None]:
-    """The run's pool reference at its fastest (spells.window_level) over its processes of several threads,
-    and the share of them whose worker read it pools.POOL_SHIFT× slower or more (stats/pools.py)."""
-    readings = [x for r in records for x in pool_readings(r) or ()]
-    fastest = pools.fastest(readings)
-    if fastest is None:
+def pool_state(records: Iterable[CaseRecord], fastest: Mapping[str | None, float]
+               ) -> tuple[float | None, float | None]:
+    """The run's pool reference at its fastest over its processes of several threads (`fastest`, by machine:
+    Reading.pool_fastest_s; the fastest machine's where a cluster has several), and the share of them whose
+    worker read it pools.POOL_SHIFT× its own machine's fastest or more (stats/pools.py): a slower machine of a
+    cluster is not a pool the host kept waiting."""
+    readings = [(x, best) for r in records if (best := fastest.get(r.machine)) is not None
+                for x in pool_readings(r) or ()]
+    if not readings:
         return None, None
-    states = [x for x in readings if not pools.stalled(x, fastest)]  # a stall is a spell's, not a state's
-    return fastest, sum(1 for x in states if pools.unready(x, fastest)) / len(states) if states else None
+    states = [(x, best) for x, best in readings if not pools.stalled(x, best)]  # a stall is a spell's, not a state's
+    share = sum(1 for x, best in states if pools.unready(x, best)) / len(states) if states else None
+    return min(fastest.values()), share
 
 
 # Below this share of processes reached by a slow spell (spells.REACHED), and below BUSY_HOST, a host was quiet.
