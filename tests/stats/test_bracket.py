@@ -138,3 +138,56 @@ def test_a_case_that_may_have_run_faster_by_its_reach_is_behind_only_beyond_it()
     assert bracket.side(ahead, jax) == -1 and bracket.side(jax, ahead) == 1
     assert bracket.side(jax, bracket.Point(100, 31e-6, 30e-6, 32e-6)) == -1  # no reach: ordered as measured
     assert numpy.times(2.0).reach == 2.4
+
+
+def _run(variance: float, df: float):
+    from arraybench.stats.paired import Pairing
+    from arraybench.stats.pooling import VariancePrior
+
+    return Pairing("run", VariancePrior(variance, df, 100))
+
+
+def _logs(by_round: dict[int, float]) -> tuple[tuple[int, float], ...]:
+    import math
+
+    return tuple((k, math.log(x)) for k, x in sorted(by_round.items()))
+
+
+def test_a_case_ahead_of_its_rival_with_its_slowed_rounds_read_at_what_they_took_is_ahead():
+    """Beside a neighbour (benchmarks/noisy.py), NumPy's sort of 1000 floats kept one process of three
+    (6.3 µs); a spell covered the other two (8.0 and 8.1 µs over all their samples). PyTorch's kept two
+    (13.3 and 14.1 µs), a spell covered its third (20.4 µs). Read from the kept processes alone the two
+    paired in one round and were left unordered 2.2× apart; a spell only slows, so NumPy is ahead. Only the
+    faster side's slowed rounds count: PyTorch's would make it look slower than it is."""
+    run = _run(0.0031, 1.28)
+    numpy = Point(1000, 6.34e-6, 3.71e-6, 10.8e-6, _logs({1: 6.339e-6}), run, slowed=_logs({0: 7.988e-6, 2: 8.113e-6}))
+    torch = Point(1000, 13.7e-6, 10.6e-6, 17.8e-6, _logs({0: 1.33e-5, 1: 1.413e-5}), run,
+                  slowed=_logs({2: 2.039e-5}))
+    assert bracket._held_side(numpy, torch) == 0  # as the kept processes alone read them
+    assert bracket.ahead_though_slowed(numpy, torch) and not bracket.ahead_though_slowed(torch, numpy)
+    assert bracket.side(numpy, torch) == -1 and bracket.side(torch, numpy) == 1
+    # A rival within its slowed rounds' reach is no claim: NumPy at 7 µs kept against those 8 µs.
+    close = Point(1000, 7.0e-6, 6.8e-6, 7.2e-6, _logs({0: 7.0e-6, 1: 7.1e-6, 2: 6.9e-6}), run)
+    assert bracket.side(numpy, close) == 0
+    # Scaled, the slowed rounds move with the point.
+    assert numpy.times(2.0).slowed == _logs({0: 2 * 7.988e-6, 2: 2 * 8.113e-6})
+
+
+def test_a_case_that_was_ahead_in_a_round_a_spell_covered_is_behind_nowhere():
+    """Two identical runs beside a neighbour. In the first, Numba's jitted 2000² matmul kept processes of
+    111 and 91 ms and one a spell covered at 80 ms; PyTorch's eager one read 92, 82 and 84 ms in those rounds.
+    Paired in the kept rounds Numba was behind (×1.17), yet in the covered round it was ahead even slowed; in
+    the second run Numba was ahead (78-85 ms against 89-104). The first run leaves the pair open."""
+    numba = Point(2000, 0.1006, 0.0726, 0.1395, _logs({0: 0.1113, 2: 0.09103}), _run(0.0023, 2.05),
+                  slowed=_logs({1: 0.0803}))
+    torch = Point(2000, 0.0859, 0.0773, 0.0954, _logs({0: 0.09202, 1: 0.0816, 2: 0.08362, 3: 0.08589, 4: 0.09176}),
+                  numba.pairing)
+    assert bracket._held_side(numba, torch) == 1  # behind, as the kept rounds read it
+    assert bracket.ahead_in_a_slowed_round(numba, torch)
+    assert bracket.side(numba, torch) == bracket.side(torch, numba) == 0
+    second = _run(0.0025, 1.45)
+    numba2 = Point(2000, 0.0786, 0.0648, 0.0953, _logs({0: 0.07784, 1: 0.07934}), second,
+                   slowed=_logs({2: 0.08129, 3: 0.0847}))
+    torch2 = Point(2000, 0.1032, 0.0837, 0.1272, _logs({1: 0.1039, 2: 0.1032, 3: 0.08908}), second,
+                   slowed=_logs({0: 0.1057}))
+    assert bracket.side(numba2, torch2) == -1

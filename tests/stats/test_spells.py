@@ -176,8 +176,12 @@ def test_a_neighbour_on_another_core_is_seen_by_the_threads_wait_and_decides_not
     assert bracket.side(a, b) == -1 and bracket.paired(a, b).ratio == pytest.approx(1.1, rel=1e-6)
     if spell is ALL_OF_B:
         assert [k for k, _ in b.rounds] == [0, 2] and [k for k, _ in a.rounds] == [0, 1, 2]
+        # Its covered process is read at what it took (bracket.ahead_though_slowed): slower than it runs.
+        ((k, x),) = b.slowed
+        assert k == 1 and x > max(v for _, v in b.rounds) and not a.slowed
     if spell is ROUND:
         assert reading.spells.covered == 2 and [k for k, _ in a.rounds] == [0, 2]
+        assert [k for k, _ in a.slowed] == [k for k, _ in b.slowed] == [1]
 
 
 def test_rivals_of_one_run_are_ordered_from_their_paired_rounds_where_the_host_drifts():
@@ -228,3 +232,15 @@ def test_a_windows_level_is_the_host_at_its_best_and_a_spell_is_more_than_20_per
     assert level == pytest.approx(REF_S, rel=0.01)
     assert sift([1.0] * 100, refs, level).in_spell == 10
     assert SPELL_FACTOR * level < REF_S * 1.5 and window_level([]) is None
+
+
+def test_a_report_view_carries_the_rounds_a_spell_covered_at_what_they_took(tmp_path):
+    """What a report's claims read (report/data.py): the covered round of b, none of a."""
+    from arraybench.report.data import ReportData
+    from arraybench.results import load_results
+    from tests.comparison.test_compare import results_file
+
+    path = results_file(tmp_path / "r.jsonl", run_of(3, 1, ALL_OF_B, neighbour=True))
+    views = {v.backend: v for v in ReportData.from_results([load_results(path)]).records}
+    assert [k for k, _ in views["torch"].slowed] == [1] and views["numpy"].slowed == ()
+    assert bracket.point(views["torch"]).slowed == views["torch"].slowed

@@ -54,6 +54,10 @@ class CaseView(CaseRecord):
     reach: float = described("ratio", "how many times faster it might have run had the host kept its thread pool "
                                       "ready (stats/pools.reach): above 1, up to stats.pools.POOL_REACH, only where "
                                       "the host kept it waiting in half its processes or more", default=1.0)
+    slowed: tuple[tuple[int, float], ...] = described("log s", "each process a slow spell covered, which `rounds` "
+                                                               "leaves out: its log median over all its samples "
+                                                               "by its round, what it took at most there "
+                                                               "(bracket.ahead_though_slowed)", default=())
 
     @classmethod
     def of(cls, r: CaseRecord, **figures: Any) -> CaseView:

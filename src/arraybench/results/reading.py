@@ -170,12 +170,20 @@ class Reading:
         return {p.round: math.log(Measurement(p.sifted.samples).median) for p in self.kept(r)
                 if p.sifted.samples and min(p.sifted.samples) > 0}
 
+    def slowed(self, r: CaseRecord) -> dict[int, float]:
+        """`r`'s log point by round in the processes a spell covered that it is read without (`kept`): each
+        one's median over all its samples, spells included. What it took at most there, since a spell only
+        slows: a claim that the case is ahead of a rival may read it (bracket.ahead_though_slowed)."""
+        kept = {p.round for p in self.kept(r)}
+        return {p.round: math.log(Measurement(p.samples).median) for p in (split(r) if r.samples_s else [])
+                if p.round not in kept and p.samples and min(p.samples) > 0}
+
     def point(self, r: CaseRecord) -> bracket.Point:
         """`r` (measured, as this reading gives its median and interval) as a point of the run's claims:
         paired with its rivals by round where the run measured them side by side."""
         p = bracket.point(r)
         return bracket.Point(p.size, p.median, p.low, p.high, tuple(sorted(self.rounds(r).items())), self.pairing,
-                             self.reach(r))
+                             self.reach(r), tuple(sorted(self.slowed(r).items())))
 
 
 def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> tuple[list[CaseRecord], Reading]:
