@@ -185,6 +185,7 @@ def test_a_case_that_was_ahead_in_a_round_a_spell_covered_is_behind_nowhere():
     assert bracket._held_side(numba, torch) == 1  # behind, as the kept rounds read it
     assert bracket.ahead_in_a_slowed_round(numba, torch)
     assert bracket.side(numba, torch) == bracket.side(torch, numba) == 0
+    assert not bracket.held(numba, torch)  # open by the slowed round, not by a thread pool's reach
     second = _run(0.0025, 1.45)
     numba2 = Point(2000, 0.0786, 0.0648, 0.0953, _logs({0: 0.07784, 1: 0.07934}), second,
                    slowed=_logs({2: 0.08129, 3: 0.0847}))

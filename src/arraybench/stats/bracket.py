@@ -143,8 +143,9 @@ def ahead_though_slowed(a: Point, b: Point) -> bool:
 
 
 def held(a: Point, b: Point) -> bool:
-    """Whether only a `reach` leaves the two unordered: side with every reach at 1 orders them."""
-    return side(a, b) == 0 and _side(a, b) != 0
+    """Whether only a `reach` leaves the two unordered: side with every reach at 1 orders them (a pair a
+    slowed round leaves open, `ahead_in_a_slowed_round`, is not one)."""
+    return side(a, b) == 0 and _held_side(a, b) == 0 and _side(a, b) != 0
 
 
 def _side(a: Point, b: Point) -> int:
