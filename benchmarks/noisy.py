@@ -17,7 +17,8 @@ per run and between the first two (issue 41, item 5):
   (the answer's `leads`, as `benchmarks/decided.py` counts them);
 - the pairs at least 2× apart that are left unordered, and how many of those only a thread pool the host
   kept waiting holds (`unordered_2x_pools`: a case's reach, stats/pools.py);
-- the verdicts `compare` gives between the two identical runs (`slower` or `faster`: none is right);
+- the verdicts `compare` gives between the two identical runs (`slower` or `faster`: none is right),
+  and the pairs of one size both runs order, of which how many opposite ways (`opposite`: none is right);
 - the wall time of each run.
 
 `figures` prints the same for runs made before (by whatever arraybench is on the import path: read
@@ -107,6 +108,35 @@ def pairs_and_sizes(path: Path) -> dict:
             **({"analysis": spell} if spell else {})}
 
 
+def orders(path: Path) -> dict[tuple, int]:
+    """Every pair of cases of one size that a run orders, as the report orders them (`stats.bracket.order`):
+    -1 where the first (by label) is faster, +1 where slower."""
+    from arraybench.report.data import ReportData
+    from arraybench.results import load_results
+    from arraybench.stats import bracket
+
+    data = ReportData.from_results([load_results(path)])
+    out = {}
+    for recs in data.problems(data.records).values():
+        by_size: dict = {}
+        for r in recs:
+            if r.status == "ok" and r.median_s:
+                by_size.setdefault(r.size, []).append(r)
+        for size, rivals in by_size.items():
+            for a, b in combinations(sorted(rivals, key=data.label), 2):
+                if found := bracket.order(a, b):
+                    out[(a.workload, size, data.label(a), data.label(b))] = found
+    return out
+
+
+def opposite(a: Path, b: Path) -> dict:
+    """The pairs two identical runs both order, and those they order opposite ways (none is right)."""
+    x, y = orders(a), orders(b)
+    both = set(x) & set(y)
+    wrong = sorted(f"{w}[{n}] {p} / {q}" for w, n, p, q in both if x[(w, n, p, q)] != y[(w, n, p, q)])
+    return {"ordered_in_both": len(both), "opposite": len(wrong), "opposite_pairs": wrong[:20]}
+
+
 def verdicts(a: Path, b: Path) -> dict:
     """What `compare A B` says of two identical runs: its verdicts (slower or faster are false)."""
     out = subprocess.run([sys.executable, "-m", "arraybench", "compare", str(a), str(b), "--format", "json",
@@ -140,7 +170,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> None:
         if noisy is not None:
             noisy.kill()
     if len(dirs) >= 2:
-        print(json.dumps({"compare": [str(dirs[0]), str(dirs[1])], **verdicts(dirs[0], dirs[1])}), flush=True)
+        print(json.dumps({"compare": [str(dirs[0]), str(dirs[1])], **verdicts(dirs[0], dirs[1]),
+                          **opposite(dirs[0], dirs[1])}), flush=True)
 
 
 def figures(paths: list[str]) -> None:
@@ -149,7 +180,8 @@ def figures(paths: list[str]) -> None:
         print(json.dumps({**pairs_and_sizes(Path(p)),
                           **({"wall_s": float(wall.read_text())} if wall.exists() else {})}))
     if len(paths) >= 2:
-        print(json.dumps({"compare": paths[:2], **verdicts(Path(paths[0]), Path(paths[1]))}))
+        print(json.dumps({"compare": paths[:2], **verdicts(Path(paths[0]), Path(paths[1])),
+                          **opposite(Path(paths[0]), Path(paths[1]))}))
 
 
 def main() -> None:
