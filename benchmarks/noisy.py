@@ -75,11 +75,7 @@ def pairs_and_sizes(path: Path) -> dict:
     data = ReportData.from_results([res])
     apart, ordered, wide, open_wide, sizes, won, held = 0, 0, 0, [], 0, 0, 0
     for recs in data.problems(data.records).values():
-        ok = [r for r in recs if r.status == "ok" and r.median_s]
-        by_size: dict = {}
-        for r in ok:
-            by_size.setdefault(r.size, []).append(r)
-        for rivals in by_size.values():
+        for rivals in sizes_of(recs).values():
             for a, b in combinations(rivals, 2):
                 ratio = max(a.median_s, b.median_s) / min(a.median_s, b.median_s)
                 if ratio < 1.25:
@@ -108,6 +104,15 @@ def pairs_and_sizes(path: Path) -> dict:
             **({"analysis": spell} if spell else {})}
 
 
+def sizes_of(recs: list) -> dict:
+    """A problem's measured cases (those ok, with a median) by size, in the order given."""
+    out: dict = {}
+    for r in recs:
+        if r.status == "ok" and r.median_s:
+            out.setdefault(r.size, []).append(r)
+    return out
+
+
 def orders(path: Path) -> dict[tuple, int]:
     """Every pair of cases of one size that a run orders, as the report orders them (`stats.bracket.order`):
     -1 where the first (by label) is faster, +1 where slower."""
@@ -118,11 +123,7 @@ def orders(path: Path) -> dict[tuple, int]:
     data = ReportData.from_results([load_results(path)])
     out = {}
     for recs in data.problems(data.records).values():
-        by_size: dict = {}
-        for r in recs:
-            if r.status == "ok" and r.median_s:
-                by_size.setdefault(r.size, []).append(r)
-        for size, rivals in by_size.items():
+        for size, rivals in sizes_of(recs).items():
             for a, b in combinations(sorted(rivals, key=data.label), 2):
                 if found := bracket.order(a, b):
                     out[(a.workload, size, data.label(a), data.label(b))] = found
