@@ -322,3 +322,23 @@ def test_a_decided_case_whose_question_reopens_without_budget_ends_saying_so(tmp
     assert len(runner.calls) == 2
     assert stopped[jax.id] == stopped[numpy.id] == "budget"
     assert latest[jax.id].stopped == "budget" and latest[jax.id].n_processes == 3
+
+
+def test_a_budget_for_one_pair_goes_to_the_pair_a_spell_left_unpaired_before_a_noisy_near_tie(tmp_path, fake_clock):
+    """At n = 1000 torch's first process stalled, so no two kept rounds pair it with numpy's yet; at
+    n = 2000 the two are 8 % apart with processes spread 40 %, paired and far from decided. The budget buys
+    one round of one size: the next round may pair the first (`to_decide` counts it one round), which
+    ranked last (its error infinite) waited behind every paired question however far from decided."""
+    plan = [Case("elementwise_add", (("n", n),), b, "eager", "float32", 2)
+            for n in (1000, 2000) for b in ("numpy", "torch")]
+    small = sorted(c.id for c in plan if c.params == (("n", 1000),))
+    true = {c.id: 1e-3 * (1.08 if c.backend == "torch" else 1.0) for c in plan}
+    noise = {c.id: 0.01 if c.id in small else 0.4 for c in plan}
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, {**HEADER, "environments": None})
+    torch_small = next(c.id for c in plan if c.id in small and c.backend == "torch")
+    runner = StallingRunner(writer, true, fake_clock, noise, stalls={(torch_small, 0)})
+    runner.run(plan)
+    more_rounds(runner, plan, path, writer, budget_s=2.5, clock=fake_clock)
+    writer.close()
+    assert runner.calls[1] == (3, small)
