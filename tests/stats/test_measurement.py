@@ -47,3 +47,20 @@ def test_the_interval_of_a_case_holds_its_point_to_the_last_digit():
     assert one.ci95[0] <= one.point <= one.ci95[1]
     several = Replicated(tuple(Measurement((x,) * 9) for _ in range(3)))
     assert several.ci95[0] <= several.point <= several.ci95[1]
+
+
+def test_a_bootstrap_is_kept_for_the_same_samples_read_again_and_the_cache_is_bounded(monkeypatch):
+    """A run's results are read again after each round: the same samples, in a new record, give the same
+    read-only bootstrap without drawing it again; other samples draw their own; the oldest go first."""
+    from arraybench.stats import measurement as m
+
+    monkeypatch.setattr(m, "BOOTSTRAP_CACHE", 2)
+    monkeypatch.setattr(m, "_BOOTSTRAPS", type(m._BOOTSTRAPS)())
+    groups = [(1.0, 1.1, 0.9), (1.2, 1.3)]
+    first = m.bootstrap_of(groups)
+    assert (first == m.bootstrap_log_point(groups)).all() and not first.flags.writeable
+    assert m.bootstrap_of([list(g) for g in groups]) is first  # equal samples, another container
+    other = m.bootstrap_of([(1.0, 1.1, 0.9), (1.2, 1.4)])
+    assert other is not first and not (other == first).all()
+    m.bootstrap_of([(2.0, 2.1)])
+    assert len(m._BOOTSTRAPS) == 2 and m.bootstrap_of(groups) is not first  # the oldest went first
