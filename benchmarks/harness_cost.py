@@ -108,8 +108,14 @@ def main() -> None:
     figures = {}
     for workload, size in GPU_CASES if args.devices == "gpu" else CPU_CASES:
         d = out / f"{workload}-{size}"
-        if not (args.reuse and (d / "results.jsonl").exists()):
-            run(out, workload, size, backends, args.devices)
+        try:
+            if not (args.reuse and (d / "results.jsonl").exists()):
+                run(out, workload, size, backends, args.devices)
+        except KeyboardInterrupt:  # cut (gpu_check.sh's LIMIT): the run kept its finished processes
+            print(f"harness_cost: cut while running {d.name}; the cases after it are not run", file=sys.stderr)
+            if (d / "results.jsonl").exists():
+                figures[d.name] = report(d, workload)
+            break
         figures[d.name] = report(d, workload)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))

@@ -1,12 +1,15 @@
 """More rounds where the question is open (execution/more_rounds.py): stub processes, a fake clock."""
 
+import math
 import random
 from dataclasses import replace
 
 from arraybench.core.case import Case
-from arraybench.execution.more_rounds import more_rounds
+from arraybench.execution.more_rounds import THRESHOLD, more_rounds, to_decide
 from arraybench.execution.parent import merge_processes
 from arraybench.results import ResultsWriter, load_results
+from arraybench.stats.sequential import StopRule
+from arraybench.stats.student import LogRatio
 from arraybench.workloads import blank_record
 
 HEADER = {"schema": 3, "run_id": "r1", "started": "2026-01-01T00:00:00Z", "settings": {}, "environment": {},
@@ -342,3 +345,15 @@ def test_a_budget_for_one_pair_goes_to_the_pair_a_spell_left_unpaired_before_a_n
     more_rounds(runner, plan, path, writer, budget_s=2.5, clock=fake_clock)
     writer.close()
     assert runner.calls[1] == (3, small)
+
+
+def test_a_small_budget_goes_to_the_pair_cheaper_to_decide_counting_the_degrees_of_freedom_rounds_add():
+    """Two open questions after 4 rounds: rivals ×2 apart whose paired ratios spread widely, four more
+    rounds of 1 s to decide; and rivals 10 % apart, quiet, one more round of 6 s. Projected with the t
+    quantile held at 3 degrees of freedom, the wide pair looked 14 rounds away and the budget went to the
+    6-s round, while JAX's and Numba's adds beside the neighbour, ×2 apart, ended the run unordered."""
+    rule = StopRule(THRESHOLD, first_round=2, max_rounds=12)
+    wide, quiet = LogRatio(math.log(2), 0.25, 3), LogRatio(math.log(1.1), 0.02, 3)
+    assert (to_decide(rule, [wide], 4), to_decide(rule, [quiet], 4)) == (4.0, 1.0)
+    assert to_decide(rule, [wide], 4) * 1.0 < to_decide(rule, [quiet], 4) * 6.0
+    assert rule.rounds_to_decide([wide], 4) * 1.0 > rule.rounds_to_decide([quiet], 4) * 6.0  # as it was ranked

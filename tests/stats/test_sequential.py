@@ -126,6 +126,30 @@ def test_how_far_a_case_is_from_a_decision_ranks_what_a_small_budget_buys():
     assert math.isfinite(rule.rounds_to_decide([LogRatio(math.log(1.05), 0.02, 4)], 3))
 
 
+def test_the_rounds_a_question_needs_count_the_degrees_of_freedom_each_round_adds():
+    """Two rivals ×2 apart in four paired rounds whose ratios spread widely (JAX's and Numba's jitted
+    adds beside the neighbour read 1.8, 4.0 and 2.1): their interval still holds 1, and four more rounds
+    of the same spread close it, since each adds a degree of freedom as it shrinks the error. Held at
+    3 degrees of freedom, the projection said 14."""
+    rule = StopRule(0.05, first_round=2, max_rounds=12)
+    clear = LogRatio(math.log(2), 0.25, 3)
+
+    def after(e: LogRatio, k: int, rounds: int = 4) -> LogRatio:  # k more rounds of the same spread
+        return LogRatio(e.value, e.se * math.sqrt(rounds / (rounds + k)), e.df + k)
+
+    assert not rule.answered(clear)
+    assert rule.rounds_to_answer([clear], 4) == 4
+    assert rule.answered(after(clear, 4)) and not rule.answered(after(clear, 3))
+    assert rule.rounds_to_decide([clear], 4) > 13
+    # Answered now: none; a case answers all its questions, so its farthest one counts.
+    decided, close = LogRatio(math.log(1.3), 0.01, 10), LogRatio(math.log(1.1), 0.02, 3)
+    assert rule.rounds_to_answer([decided], 3) == 0
+    assert rule.rounds_to_answer([decided, clear, close], 4) == rule.rounds_to_answer([clear], 4)
+    assert rule.rounds_to_answer([close], 4) == 1 and rule.answered(after(close, 1))
+    # An error so wide against the threshold that no run could give it the rounds: never.
+    assert rule.rounds_to_answer([LogRatio(0.0, 100.0, 3)], 4) == math.inf
+
+
 def test_a_change_known_in_direction_but_on_the_threshold_is_decided_not_kept_open():
     """A planted 5 % read at a 5 % threshold: slower beyond doubt, yet neither beyond the threshold
     nor within it; kept open, it took rounds the budget owed to cases whose direction was unknown."""

@@ -256,9 +256,10 @@ def to_decide(rule: StopRule, found: Sequence[LogRatio], rounds: int) -> float:
     error infinite: `estimate`) counts one round, the next that may pair it, whatever its rivals'
     spread; after that round its paired estimate ranks it. Ranked last instead, such a pair waited for
     every other: beside the neighbour, NumPy's and Numba's adds of 1000 floats (0.54 and 0.73 µs, each in
-    two processes that a spell spared, never in one round) ended the run open with 44 cases at `budget`."""
+    two processes that a spell spared, never in one round) ended the run open with 44 cases at `budget`.
+    The paired ones count the degrees of freedom they gain a round (StopRule.rounds_to_answer)."""
     paired = [e for e in found if math.isfinite(e.se)]
-    need = rule.rounds_to_decide(paired, rounds)
+    need = rule.rounds_to_answer(paired, rounds)
     return max(need, 1.0) if len(paired) < len(found) else need
 
 
