@@ -166,7 +166,7 @@ class StopRule:
         budget ran out with the pair ×2 apart and unordered. A ranking only, as rounds_to_decide, which the
         near-tie stop (`futile`, replayed with it) keeps."""
         floor = math.log1p(self.threshold)
-        q = self.level / 2
+        q, n = self.level / 2, max(1, rounds)
         most = 0
         for e in estimates:
             room = max(abs(e.value), floor - abs(e.value))
@@ -174,7 +174,7 @@ class StopRule:
                 return math.inf
 
             def reaches(k: int, e: LogRatio = e, room: float = room) -> bool:
-                return t_isf(q, e.df + k) * e.se * math.sqrt(rounds / (rounds + k)) <= room
+                return t_isf(q, e.df + k) * e.se * math.sqrt(n / (n + k)) <= room
 
             if reaches(0):
                 continue
