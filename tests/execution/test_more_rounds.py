@@ -158,6 +158,24 @@ def test_the_planned_rounds_go_to_open_places_and_a_case_far_behind_stops_at_its
     assert {stopped[rivals[0].id], stopped[rivals[1].id]} == {"budget"}
 
 
+def test_the_budget_is_left_whole_for_the_rounds_beyond_the_plan(tmp_path, fake_clock):
+    """Two sizes, each open between its environments (processes spread 20 %). The planned third round
+    of all four cases takes 4 s of the fake clock and claims no budget; its clock starts after it, so
+    the 2.5 s buy a fourth round of one size (two processes), as they would with no planned round. When
+    the clock counted the planned round, it ate the budget and left every case at three."""
+    plan = plan_of(1000, 2000)
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, HEADER)
+    runner = StubRunner(writer, {c.id: 1e-3 for c in plan}, fake_clock, {c.id: 0.2 for c in plan})
+    runner.run(plan)
+    stopped = more_rounds(runner, plan, path, writer, budget_s=2.5, planned=3, clock=fake_clock)
+    writer.close()
+    assert [n for n, _ in runner.calls[1:]] == [3, 4]
+    assert runner.calls[1][1] == sorted(c.id for c in plan)  # the planned round: every open case
+    assert len(runner.calls[2][1]) == 2  # beyond it: one size, both environments, 2 of the 2.5 s
+    assert set(stopped.values()) == {"budget"}
+
+
 class DriftingRunner(StubRunner):
     """A StubRunner whose cases in `later` run at that time from round 2 on (a framework's processes
     landing in another mode)."""

@@ -8,12 +8,13 @@ reads it: bracket.side). Each open case gets one more process a round, in the sa
 the rest (taking turns with the other open rivals of its size), until the stop rule
 (stats/sequential.py: a bounded number of looks, each at α over the looks) calls it decided, the
 rounds reach their maximum, or the budget of seconds (`--budget`) runs out. The rounds up to the
-plan's (`--processes`) claim no budget: a case whose every question is decided sooner stops sooner (a
-call 30× behind the fastest at its size needs no third process), and every other case gets them. The
-budget's clock runs through them, though: what is left for rounds beyond the plan is the budget less
-their time (on a host in spells at its worst, when nearly every case is open, about none of it).
-Decided cases stop at once. A case's environments take their rounds together, and a budget too small
-for every open case is spent first on those nearest a decision. Last, a case whose processes all ran
+plan's (`--processes`) claim no budget, and the budget's clock starts after them: a case whose every
+question is decided sooner stops sooner (a call 30× behind the fastest at its size needs no third
+process), every other case gets them, and the whole budget is left for rounds beyond the plan. (Its
+clock once ran through them: on a host in spells at its worst, when nearly every case is open, the
+planned round took 42 of a 47-s budget and left the questions open.) Decided cases stop at once. A
+case's environments take their rounds together, and a budget too small for every open case is spent
+first on those nearest a decision. Last, a case whose processes all ran
 within SPREAD_S of each other gets one more, once, GAP_S or more after its last (crowded), and its
 questions are read again. Every case looked at ends with a line whose `stopped` says why its rounds
 ended: a case decided once, whose question a later process opened again and which the rounds or the
@@ -160,9 +161,9 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                 on_round: Callable[[int], None] = lambda n: None) -> dict[str, str]:
     """Run rounds for the open cases of `plan` until each is decided, at its maximum of rounds, or out of
     budget; returns why each case looked at stopped (also written to the file as its `stopped`). Up to
-    `planned` rounds (None: as many as the runner ran already) claim no budget, though its clock counts
-    them: a case with no question (no rival, no other environment) gets them all, one whose questions
-    are decided sooner stops then.
+    `planned` rounds (None: as many as the runner ran already) claim no budget, and its clock starts
+    after them: a case with no question (no rival, no other environment) gets them all, one whose
+    questions are decided sooner stops then.
     `on_round(n)` is told before each further round how many processes it measures (the progress bar,
     which counted the first rounds): one a case, or several for a case catching up."""
     first = runner.processes
@@ -178,8 +179,11 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     stopped: dict[str, str] = {}
     spread: set[str] = set()  # the cases given their process for spread (crowded), once each
     now = clock or time.time
-    rounds = first
+    rounds, counting = first, False
     while True:
+        if rounds >= planned and not counting:
+            budget.restart()  # the first look past the planned rounds: its clock counts from here
+            counting = True
         res = load_results(path)  # once a round: what the last round added
         latest = res.latest()
         ours = [r for r in latest.values() if r.id in by_id]

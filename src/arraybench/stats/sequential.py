@@ -56,6 +56,10 @@ class Budget:
         self.start = clock()
         self.claimed = 0.0
 
+    def restart(self) -> None:
+        """The clock counts from now: what ran before (rounds that claim nothing) is not the budget's."""
+        self.start = self.clock()
+
     def left(self) -> float:
         """Seconds not yet spent (by the clock) nor claimed for the round about to run."""
         return self.seconds - (self.clock() - self.start) - self.claimed
