@@ -141,18 +141,24 @@ class StopRule:
         up = 1 + self.threshold
         return lo > 1 or hi < 1 or (1 / up <= lo and hi <= up)
 
+    def room(self, e: LogRatio) -> float:
+        """How wide `e`'s interval (on the log scale, half of it) may be and still answer it, its point
+        staying where it is: the larger of its distance from no change (significance) and from the
+        threshold (sameness), whichever a narrowing interval reaches first. A change that sits on the
+        threshold is still found by a compare at a smaller one (planted.py: 5 % at 2 %). The
+        projections of the rounds a case needs share it."""
+        floor = math.log1p(self.threshold)
+        return max(abs(e.value), floor - abs(e.value))
+
     def rounds_to_decide(self, estimates: Sequence[LogRatio], rounds: int) -> float:
         """About how many more rounds a case needs before every one of its `estimates` is decided, if
         each point stays where it is and its error shrinks as 1/√rounds: which open case a budget too
         small for all of them is spent on first. 0 for a decided case; inf where a point sits on
         the threshold. A ranking only: the rule's error bound does not depend on it."""
-        floor = math.log1p(self.threshold)
         need = 1.0
         for e in estimates:
             reach = t_isf(self.level / 2, e.df) * e.se
-            # Nearest of significance (from 0) and sameness (inside the threshold): a change that sits on
-            # the threshold is still found by a compare at a smaller one (planted.py: 5 % at 2 %).
-            room = max(abs(e.value), floor - abs(e.value))
+            room = self.room(e)
             need = max(need, reach / room if room > 0 else math.inf)
         return rounds * (need ** 2 - 1)
 
@@ -169,11 +175,10 @@ class StopRule:
         rounds from a decision that 3 would make, and ranked behind near ties and 6-s processes until the
         budget ran out with the pair ×2 apart and unordered. A ranking only, as rounds_to_decide, which the
         near-tie stop (`futile`, replayed with it) keeps."""
-        floor = math.log1p(self.threshold)
         q, n = self.level / 2, max(1, rounds)
         most = 0
         for e in estimates:
-            room = max(abs(e.value), floor - abs(e.value))
+            room = self.room(e)
             if room <= 0 or not math.isfinite(e.se):
                 return math.inf
 
