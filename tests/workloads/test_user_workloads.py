@@ -30,7 +30,7 @@ def examples_run(tmp_path_factory):
 def user_run(tmp_path_factory):
     backends = [b for b in ("numpy", "jax", "tensorflow") if b in INSTALLED]
     results = ab.run(FIXTURES / "user_workloads.py", backends=backends, dtype="float64", threads=1,
-                     min_time=0.01, max_time=0.2, min_samples=3, progress=False,
+                     min_time=0.01, max_time=0.2, min_samples=3, processes=1, refine=0, progress=False,
                      output_dir=tmp_path_factory.mktemp("user"))
     return results, {(r.workload, r.backend, r.mode): r for r in results.latest().values()}
 
