@@ -179,11 +179,8 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     stopped: dict[str, str] = {}
     spread: set[str] = set()  # the cases given their process for spread (crowded), once each
     now = clock or time.time
-    rounds, counting = first, False
+    rounds = first
     while True:
-        if rounds >= planned and not counting:
-            budget.restart()  # the first look past the planned rounds: its clock counts from here
-            counting = True
         res = load_results(path)  # once a round: what the last round added
         latest = res.latest()
         ours = [r for r in latest.values() if r.id in by_id]
@@ -248,6 +245,8 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
         on_round(sum(rounds + 1 - max(first, latest[c.id].n_processes or 1) for c in going))
         runner.run(going)
         rounds += 1
+        if rounds == planned:  # the planned rounds ran: the budget's clock counts from here
+            budget.restart()
     # A case decided once whose question the last look found open again could not go on: it ends open.
     for group, found, _ in groups:
         if any(stopped.get(cid) == DECIDED for cid in group) and not all(rule.answered(e) for e in found):
