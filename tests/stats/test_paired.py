@@ -2,12 +2,14 @@
 
 import math
 import random
+import statistics
 
 import pytest
 
 from arraybench.stats import paired as paired_module
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import all_differences, by_round, paired_log_ratio, paired_prior
+from arraybench.stats.pooling import VariancePrior
 from arraybench.stats.two_sample import adjust, compare_paired, compare_samples
 from arraybench.stats.verdicts import FASTER, NOISY, SAME, SLOWER, decide
 
@@ -202,3 +204,29 @@ def test_a_trimmed_case_says_so_in_its_note():
     every = range(8)
     note = compare_paired(base, new, (every, every)).note
     assert note == "paired over 8 rounds (a trimmed mean: 1 at each end set aside)"
+
+
+def test_a_weak_prior_lends_a_pair_degrees_of_freedom_but_never_narrows_it():
+    """Beside a neighbour, JAX's eager and jitted add of 10⁶ floats (one XLA kernel) read per-round log
+    differences of 0.39, 0.41 and 0.00, in a run whose rivals' prior was 0.002 on 1.2 degrees of freedom.
+    Shrunk toward it, the pair was ordered eager-first at ×1.48; an identical run ordered it the other way.
+    Over 153 pairs of 18 saved runs, the floor took the pairs ordered opposite ways from 14 to 1."""
+    weak = VariancePrior(0.0021, 1.22, 145)
+    assert weak.weak
+    old = {0: 0.0, 1: 0.0, 2: 0.0}
+    new = {0: 0.393, 1: 0.411, 2: 0.003}
+    found = paired_log_ratio(old, new, weak)
+    own = paired_log_ratio(old, new)
+    assert found.estimate.df == pytest.approx(2 + 1.22)
+    assert found.estimate.se == pytest.approx(own.estimate.se)  # its own spread, not a third of it
+    assert found.estimate.ci95[0] < 1 < found.estimate.ci95[1]
+    shrunk, _ = weak.moderate(statistics.variance(new.values()), 2, floor=False)
+    assert shrunk < statistics.variance(new.values())  # what it was read with before
+    # A pair quieter than the prior is still widened toward it, weak or not.
+    quiet = {0: 0.10, 1: 0.101, 2: 0.102}
+    assert paired_log_ratio(old, quiet, weak).estimate.se > paired_log_ratio(old, quiet).estimate.se
+    # A strong prior narrows as before: the floor is for the weak one only.
+    strong = VariancePrior(0.0021, 30.0, 145)
+    assert not strong.weak
+    near = {0: 0.02, 1: 0.14, 2: 0.08}  # above the prior's centre, not beyond what it allows
+    assert paired_log_ratio(old, near, strong).estimate.se < paired_log_ratio(old, near).estimate.se

@@ -172,13 +172,15 @@ def paired_log_ratio(old: Mapping[int, float], new: Mapping[int, float],
     (measurement.point_variance). From TRIM_FROM_ROUNDS on, the point is their trimmed mean and its
     variance Yuen's (`trimmed`). Either variance is shrunk toward `prior` (paired_prior), and the
     degrees of freedom are the case's plus the prior's; a pair whose differences spread further than
-    the prior allows is not shrunk (pooling.VariancePrior.hypervariable), and keeps its own. On normal
+    the prior allows is not shrunk (pooling.VariancePrior.hypervariable), and keeps its own; nor is one
+    shrunk below its own where the prior is weak (pooling.VariancePrior.weak: the pairs' spreads too
+    unlike to tell a pair far above their centre), which then lends only degrees of freedom. On normal
     differences the interval covers 95-97 % from 2 to 16 rounds (tests/stats/test_paired.py).
     """
     every = all_differences(old, new)
     spread = spread_of(every)
     if spread is None:
         return None
-    variance, df = prior.moderate(spread.variance, spread.df, robust=True)
+    variance, df = prior.moderate(spread.variance, spread.df, robust=True, floor=True)
     estimate = LogRatio(spread.point, math.sqrt(spread.point_factor * variance), df)
     return Paired(estimate, spread.rounds, len(old) + len(new) - 2 * len(every), spread.outlying, spread.trimmed)
