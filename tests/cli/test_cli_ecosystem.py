@@ -134,7 +134,20 @@ def test_format_json_csv_markdown_for_stored_runs(project, run_cli, monkeypatch,
     assert code == 0 and "|---|" in out
 
 
-def test_list_and_env_speak_json_csv_and_markdown(run_cli):
+def test_list_and_env_speak_json_csv_and_markdown(run_cli, monkeypatch):
+    # What this test reads is each format; the frameworks are probed once, not once a command (5 × 10 s).
+    from arraybench.cli import info
+
+    probed: dict[tuple, dict] = {}
+
+    def probe_once(*args, **kwargs):
+        key = (args, tuple(sorted(kwargs.items())))
+        if key not in probed:
+            probed[key] = real(*args, **kwargs)
+        return probed[key]
+
+    real = info.probe
+    monkeypatch.setattr(info, "probe", probe_once)
     code, out, _ = run_cli("list", "--format", "json")
     data = strict_json(out)
     assert code == 0 and "linreg" in [w["workload"] for w in data["workloads"]]
