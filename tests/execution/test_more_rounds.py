@@ -312,12 +312,13 @@ class StallingRunner(StubRunner):
 
 def test_a_case_whose_process_a_spell_covered_is_not_placed_until_two_rounds_pair_it_with_its_rival(
         tmp_path, fake_clock):
-    """numpy 1 ms; torch 3× behind, placed at the first look where both its processes were clean. Here its
-    first stalled: read apart, its one clean process would place it, but the report reads two rivals of one
-    run paired once they share two kept rounds, so it takes the planned third round with numpy first."""
+    """numpy 1 ms; torch 30× behind, placed at the first look where both its processes were clean (two
+    rounds: as their processes read apart place it, bracket.MIN_RIVAL_ROUNDS). Here its first stalled:
+    read apart, its one clean process would place it, but the report reads two rivals of one run
+    paired, or apart only once two kept rounds pair them, so it takes the planned third round."""
     numpy, torch = plan = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 2)
                            for b in ("numpy", "torch")]
-    true = {numpy.id: 1e-3, torch.id: 3e-3}
+    true = {numpy.id: 1e-3, torch.id: 30e-3}
     for stalls, third in (((), False), ({(torch.id, 0)}, True)):
         path = tmp_path / f"results-{len(stalls)}.jsonl"
         writer = ResultsWriter(path, {**HEADER, "environments": None})
@@ -329,6 +330,54 @@ def test_a_case_whose_process_a_spell_covered_is_not_placed_until_two_rounds_pai
         rec = res.latest()[torch.id]
         assert (rec.n_processes == 3) == third and stopped[torch.id] == "decided"
         assert sorted(res.reading.rounds(rec)) == ([1, 2] if third else [0, 1])
+
+
+def test_rivals_paired_in_two_rounds_that_agree_take_the_planned_third(tmp_path, fake_clock, monkeypatch):
+    """numpy 1 ms, torch 1.3× behind, each process within 0.01 % of its true time in a round's shared drift:
+    their two rounds pair them tightly, and at two rounds' degrees of freedom that once placed torch and
+    spared both the planned third process. A paired order rests on bracket.MIN_RIVAL_ROUNDS, as the report
+    reads it (two rounds that agree by chance ordered a pair opposite ways in two identical runs), and
+    read apart two processes a side are too few to place them: the third round runs."""
+    from arraybench.execution import more_rounds as module
+
+    numpy, torch = plan = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 2)
+                           for b in ("numpy", "torch")]
+    true = {numpy.id: 1e-3, torch.id: 1.3e-3}
+    for least, processes in ((2, 2), (3, 3)):
+        monkeypatch.setattr(module, "MIN_RIVAL_ROUNDS", least)
+        path = tmp_path / f"results-{least}.jsonl"
+        writer = ResultsWriter(path, {**HEADER, "environments": None})
+        runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 1e-4))
+        runner.run(plan)
+        stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
+        writer.close()
+        rec = load_results(path).latest()[torch.id]
+        assert rec.n_processes == processes and stopped[torch.id] == "decided"
+
+
+def test_rivals_two_rounds_pair_stay_open_while_the_report_leaves_them_unordered(tmp_path, fake_clock, monkeypatch):
+    """Two kept rounds place two rivals only where the report orders them (bracket.side): their processes
+    read apart, with the run's prior, said more than the report's intervals in a make bench, which
+    stopped four pairs ×1.22-1.65 apart at two processes and left them unordered. Torch 30× behind is
+    placed at two processes; were the report to leave it unordered, it would take the planned third.
+    (The stub's cases have no prior to read them apart with, so a pair that only the report leaves
+    unordered is the report's side stubbed.)"""
+    from arraybench.execution import more_rounds as module
+
+    numpy, torch = plan = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 2)
+                           for b in ("numpy", "torch")]
+    true = {numpy.id: 1e-3, torch.id: 30e-3}
+    for unordered, processes in ((False, 2), (True, 3)):
+        if unordered:
+            monkeypatch.setattr(module, "side", lambda a, b: 0)
+        path = tmp_path / f"results-{unordered}.jsonl"
+        writer = ResultsWriter(path, {**HEADER, "environments": None})
+        runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01))
+        runner.run(plan)
+        stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
+        writer.close()
+        # A third round pairs them in three: decided either way.
+        assert load_results(path).latest()[torch.id].n_processes == processes and stopped[torch.id] == "decided"
 
 
 def test_a_decided_case_whose_question_reopens_without_budget_ends_saying_so(tmp_path, fake_clock):

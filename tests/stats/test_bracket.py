@@ -1,5 +1,7 @@
 """Crossover bracketing: measured points in, the next sizes to measure and the verdict out."""
 
+from dataclasses import replace
+
 import pytest
 
 from arraybench.stats import bracket
@@ -116,7 +118,8 @@ def test_pairing_never_unorders_two_cases_whose_own_intervals_lie_apart():
     run = Pairing("run", NO_PRIOR)
     tf = Point(3000, 1.262e-3, 1.060e-3, 1.502e-3, ((0, math.log(0.9636e-3)), (1, math.log(1.6629e-3))), run)
     nb = Point(3000, 11.09e-3, 9.93e-3, 12.40e-3, ((0, math.log(14.443e-3)), (1, math.log(9.8805e-3))), run)
-    found = bracket.paired(tf, nb)
+    assert bracket.paired(tf, nb) is None  # two rounds: a paired order needs MIN_RIVAL_ROUNDS
+    found = bracket.paired(tf, nb, least=2)
     assert found is not None and found.df == pytest.approx(1) and found.ci95[0] < 1 < found.ci95[1]
     assert bracket.side(tf, nb) == -1 and bracket.side(nb, tf) == 1
     wide = Point(3000, 11.09e-3, 1.2e-3, 30e-3, nb.rounds, run)
@@ -124,6 +127,32 @@ def test_pairing_never_unorders_two_cases_whose_own_intervals_lie_apart():
     # A round that puts them the other way (Numba's second process in a fast mode, 0.5 ms) leaves it open.
     mixed = Point(3000, 11.09e-3, 9.93e-3, 12.40e-3, ((0, math.log(14.443e-3)), (1, math.log(0.5e-3))), run)
     assert bracket.side(tf, mixed) == 0 and not bracket.one_way(tf, mixed) and bracket.one_way(tf, nb)
+
+
+def test_two_rounds_that_agree_order_no_pair_of_rivals():
+    """Beside the neighbour, PyTorch's jitted FFT of 10⁶ floats paired with its eager twin in two kept
+    rounds, −23 % and −19 %, and its run's prior (0.00084 on 1.09 degrees of freedom) ordered it ahead;
+    four identical runs put it 8-15 % behind. Two rounds that agree are one degree of freedom, and one
+    state of the host both happened to fall in: a paired order rests on MIN_RIVAL_ROUNDS, or on two whose
+    interval lies beyond FEW_ROUNDS_MARGIN (10× here), and else their own intervals (which overlap here)
+    decide. A third round that agrees orders them."""
+    run = _run(0.00084, 1.09)
+    eager = Point(1e6, 6.45e-3, 5.28e-3, 7.88e-3, _logs({1: 6.618e-3, 3: 6.291e-3}), run,
+                  slowed=_logs({0: 15.74e-3, 2: 7.907e-3}))
+    jit = Point(1e6, 5.11e-3, 3.61e-3, 7.25e-3, _logs({0: 6.651e-3, 1: 5.114e-3, 3: 5.093e-3}), run,
+                slowed=_logs({2: 16.06e-3}))
+    two = bracket.paired(jit, eager, least=2)
+    assert two is not None and two.ci95[0] > 1  # read as before: jit ahead
+    assert bracket.paired(jit, eager) is None
+    assert bracket.side(jit, eager) == bracket.side(eager, jit) == 0
+    assert not bracket.ahead_though_slowed(jit, eager)  # its slowed round pairs with none of eager's kept ones
+    # Two rounds still order a pair whose paired interval lies beyond FEW_ROUNDS_MARGIN: not this one.
+    assert bracket.paired_side(jit, eager) == 0
+    far = replace(eager, rounds=_logs({1: 6.618e-2, 3: 6.291e-2}))
+    assert bracket.paired_side(jit, far) == -1 and bracket.side(far, jit) == 1
+    third = replace(eager, rounds=_logs({1: 6.618e-3, 3: 6.291e-3, 4: 6.4e-3}))
+    jit3 = replace(jit, rounds=_logs({0: 6.651e-3, 1: 5.114e-3, 3: 5.093e-3, 4: 5.05e-3}))
+    assert bracket.side(jit3, third) == -1 and bracket.side(third, jit3) == 1
 
 
 def test_a_case_that_may_have_run_faster_by_its_reach_is_behind_only_beyond_it():
@@ -157,13 +186,17 @@ def test_a_case_ahead_of_its_rival_with_its_slowed_rounds_read_at_what_they_took
     """Beside a neighbour (benchmarks/noisy.py), NumPy's sort of 1000 floats kept one process of three
     (6.3 µs); a spell covered the other two (8.0 and 8.1 µs over all their samples). PyTorch's kept two
     (13.3 and 14.1 µs), a spell covered its third (20.4 µs). Read from the kept processes alone the two
-    paired in one round and were left unordered 2.2× apart; a spell only slows, so NumPy is ahead. Only the
-    faster side's slowed rounds count: PyTorch's would make it look slower than it is."""
+    paired in one round and were left unordered 2.2× apart; a spell only slows, so NumPy is ahead, once
+    MIN_RIVAL_ROUNDS rounds hold both (here a fourth, which the stop rule gives a question still open).
+    Only the faster side's slowed rounds count: PyTorch's would make it look slower than it is."""
     run = _run(0.0031, 1.28)
     numpy = Point(1000, 6.34e-6, 3.71e-6, 10.8e-6, _logs({1: 6.339e-6}), run, slowed=_logs({0: 7.988e-6, 2: 8.113e-6}))
     torch = Point(1000, 13.7e-6, 10.6e-6, 17.8e-6, _logs({0: 1.33e-5, 1: 1.413e-5}), run,
                   slowed=_logs({2: 2.039e-5}))
-    assert bracket._held_side(numpy, torch) == 0  # as the kept processes alone read them
+    assert bracket.side(numpy, torch) == 0  # two rounds hold both, slowed or not: too few to order
+    numpy = replace(numpy, rounds=_logs({1: 6.339e-6, 3: 6.5e-6}))
+    torch = replace(torch, rounds=_logs({0: 1.33e-5, 1: 1.413e-5, 3: 1.39e-5}))
+    assert bracket._held_side(numpy, torch) == 0  # as the kept processes alone read them: two rounds
     assert bracket.ahead_though_slowed(numpy, torch) and not bracket.ahead_though_slowed(torch, numpy)
     assert bracket.side(numpy, torch) == -1 and bracket.side(torch, numpy) == 1
     # A rival within its slowed rounds' reach is no claim: NumPy at 7 µs kept against those 8 µs.
@@ -180,7 +213,7 @@ def test_a_case_that_was_ahead_in_a_round_a_spell_covered_is_behind_nowhere():
     the second run Numba was ahead (78-85 ms against 89-104). The first run leaves the pair open. (Its run's
     prior, 0.0023 on 2.05 degrees of freedom, was weak, and now lends the kept rounds no narrowness, which
     alone leaves them open: pooling.VariancePrior.weak. The rule is shown here at a prior that orders them.)"""
-    numba = Point(2000, 0.1006, 0.0726, 0.1395, _logs({0: 0.1113, 2: 0.09103}), _run(0.0023, 8.0),
+    numba = Point(2000, 0.1006, 0.0726, 0.1395, _logs({0: 0.1113, 2: 0.09103, 3: 0.0990}), _run(0.0023, 8.0),
                   slowed=_logs({1: 0.0803}))
     torch = Point(2000, 0.0859, 0.0773, 0.0954, _logs({0: 0.09202, 1: 0.0816, 2: 0.08362, 3: 0.08589, 4: 0.09176}),
                   numba.pairing)

@@ -173,7 +173,9 @@ def test_a_neighbour_on_another_core_is_seen_by_the_threads_wait_and_decides_not
     for q, c in zip(quiet, crowded, strict=True):
         assert c.median_s == pytest.approx(q.median_s, rel=1e-9)
     a, b = (reading.point(r) for r in crowded)
-    assert bracket.side(a, b) == -1 and bracket.paired(a, b).ratio == pytest.approx(1.1, rel=1e-6)
+    # Two kept rounds where a spell covered one: too few to order them paired (bracket.MIN_RIVAL_ROUNDS), but
+    # what they read is the quiet run's ratio.
+    assert bracket.side(a, b) == -1 and bracket.paired(a, b, least=2).ratio == pytest.approx(1.1, rel=1e-6)
     if spell is ALL_OF_B:
         assert [k for k, _ in b.rounds] == [0, 2] and [k for k, _ in a.rounds] == [0, 1, 2]
         # Its covered process is read at what it took (bracket.ahead_though_slowed): slower than it runs.

@@ -20,9 +20,12 @@ questions are read again. Every case looked at ends with a line whose `stopped` 
 ended: a case decided once, whose question a later process opened again and which the rounds or the
 budget then did not let go on, ends open (`budget`, `max rounds`), not decided.
 
-Two rivals measured side by side are read paired by round, as the report reads them, once two kept
-rounds pair them; where a spell covered one of a case's processes, so that fewer pair, its question
-stays open until a further round pairs it (`estimate`), never placed from its processes read apart.
+Two rivals measured side by side are read paired by round, as the report reads them, once
+bracket.MIN_RIVAL_ROUNDS kept rounds pair them (two environments: once two do); two kept rounds leave
+them open while the report leaves them unordered (bracket.side), and else place them as their processes
+read apart do (a call 30× behind needs no third process, a pair ×1.3 apart does); where a spell covered
+one of a case's processes, so that fewer than two pair, its question stays open until a further round
+pairs it (`estimate`), never placed from its processes read apart.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from arraybench.core.case import Case, base_id, rivals
 from arraybench.results import Results, ResultsWriter, load_results
 from arraybench.results.reading import Reading, paired_prior_of, process_rounds
 from arraybench.results.record import CaseRecord
+from arraybench.stats.bracket import MIN_RIVAL_ROUNDS, side
 from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, NEAR_TIE, Budget, StopRule
@@ -68,16 +72,23 @@ LOPSIDED = 2.0
 def estimate(base: CaseRecord, new: CaseRecord, reading: Reading, prior: VariancePrior | None = None
              ) -> LogRatio | None:
     """log(new/base) with its error: paired by round where both were measured in the same rounds (with
-    `prior`, else the reading's pairing of rivals), else unpaired (their processes, spells set aside)."""
+    `prior`: two environments; else two rivals, with the reading's pairing, in bracket.MIN_RIVAL_ROUNDS
+    rounds or more, as the report reads them), else unpaired (their processes, spells set aside); two
+    rivals that two rounds pair and the report leaves unordered are open (an infinite error)."""
     b, n = reading.measured(base), reading.measured(new)
     if b is None or n is None:
         return None
     pairs = prior if prior is not None else (reading.pairing.prior if reading.pairing is not None else NO_PRIOR)
     found = paired_log_ratio(reading.rounds(base), reading.rounds(new), pairs)
-    if found is not None:
+    if found is not None and (prior is not None or found.rounds >= MIN_RIVAL_ROUNDS):
         return found.estimate
+    if found is not None and side(reading.point(base), reading.point(new)) == 0:
+        # Two kept rounds pair two rivals: open while the report leaves them unordered (bracket.side), for
+        # their processes read apart can say more than its intervals do: the first make bench of three
+        # rounds for a paired order stopped four pairs ×1.22-1.65 apart at two processes, unordered.
+        return LogRatio(found.estimate.value, math.inf, 1)
     result = compare_samples(b, n)
-    if len(set(process_rounds(base)) & set(process_rounds(new))) >= 2:
+    if found is None and len(set(process_rounds(base)) & set(process_rounds(new))) >= 2:
         # Measured side by side, but a spell set aside what would pair them: the report reads them paired
         # once they share two kept rounds, so neither is placed before then. Read apart, PyTorch's jitted
         # 10⁶ add (one process of two stalled at 7.7 ms, 86 µs the other) stopped as 3.7× ahead of

@@ -23,11 +23,24 @@ from itertools import combinations
 from typing import Any, Protocol, runtime_checkable
 
 from arraybench.stats.measurement import Measurement
-from arraybench.stats.paired import Pairing, paired_log_ratio
+from arraybench.stats.paired import MIN_PAIRED_ROUNDS, Pairing, paired_log_ratio
 from arraybench.stats.student import LogRatio
 
 # Two measured sizes at most this far apart bound a crossover tightly enough to act on.
 MAX_RATIO = 2.0
+# A paired order of two rivals rests on at least this many rounds that measured both (their own
+# intervals still order them on fewer). Two rounds read a pair's own spread on one degree of freedom,
+# and a run's rival prior, too weak to lend narrowness (pooling.VariancePrior.weak), cannot see that
+# both happened to fall in one state of a process: over 276 pairs of 24 saved runs of the noisy
+# benchmark, every one of the 7 pairs ordered opposite ways by two runs was ordered from two rounds
+# (PyTorch's eager and jitted FFT of 10⁶ floats: −23 % and −19 % in one run, +8 to +15 % in four
+# others). From three rounds on: none of 26 792.
+MIN_RIVAL_ROUNDS = 3
+# ...and on two, where their paired interval lies beyond this factor: further than one pair's ratio has
+# been seen to swing between identical runs there (JAX's and PyTorch's jitted adds of 10⁶ floats, ×0.62
+# to ×1.33), so that a state both rounds shared cannot have made the order. A run of two processes a case
+# then still orders NumPy's add of 1000 floats (529 ns) ahead of PyTorch's jitted one (19.8 µs).
+FEW_ROUNDS_MARGIN = 2.0
 
 BRACKETED, TIE, OPEN = "bracketed", "tie", "open"
 
@@ -82,8 +95,9 @@ def side(a: Point, b: Point) -> int:
     The one rule of every claim: where both were measured in the same rounds of one run (one
     Pairing), from their paired per-round ratios (stats/paired.py: b/a's 95 % interval excludes 1),
     so the host's drift, which reaches both alike, decides nothing; where those cannot tell, or there
-    are none (two runs, a record without rounds, fewer than two rounds in common), from their own
-    intervals, which must lie apart. Pairing orders what drift blurs; it never unorders two cases
+    are none (two runs, a record without rounds, fewer than MIN_RIVAL_ROUNDS rounds in common, where two
+    still order a pair whose paired interval lies beyond FEW_ROUNDS_MARGIN), from their own intervals,
+    which must lie apart. Pairing orders what drift blurs; it never unorders two cases
     whose own intervals are apart and whose every paired round puts them in that order: two rounds
     whose ratios differed in size (a pair judged on its own spread, one degree of freedom) left
     TensorFlow's jitted `poly` at n = 3000 (0.96 and 1.66 ms) unordered against Numba's (14.4 and
@@ -134,12 +148,15 @@ def ahead_in_a_slowed_round(a: Point, b: Point) -> bool:
 def ahead_though_slowed(a: Point, b: Point) -> bool:
     """Whether `a`, with the rounds a spell covered read at what they took (`slowed`), is faster than `b`
     as measured (its spells set aside) by their paired per-round ratios, at `b`'s reach. Only `a`'s
-    slowed rounds count: read at theirs, `b` would look slower than it is."""
+    slowed rounds count: read at theirs, `b` would look slower than it is. As every paired order, it rests
+    on MIN_RIVAL_ROUNDS rounds, or two beyond FEW_ROUNDS_MARGIN (paired_side): beside the neighbour,
+    PyTorch's jitted FFT of 10⁶ floats, with the round a spell covered read at 16 ms, paired with its
+    eager twin in their two kept rounds (−23 %, −19 %) and put itself ahead, where four identical runs
+    put it behind by 8-15 %."""
     if not a.slowed:
         return False
     rounds = tuple(sorted({**dict(a.slowed), **dict(a.rounds)}.items()))
-    found = paired(replace(a, rounds=rounds, slowed=()).times(b.reach), b)
-    return found is not None and found.ci95[0] > 1
+    return paired_side(replace(a, rounds=rounds, slowed=()).times(b.reach), b) < 0
 
 
 def held(a: Point, b: Point) -> bool:
@@ -150,18 +167,29 @@ def held(a: Point, b: Point) -> bool:
 
 def _side(a: Point, b: Point) -> int:
     """side of two points as measured."""
-    found = paired(a, b)
-    if found is not None:
-        lo, hi = found.ci95
-        if lo > 1 or hi < 1:
-            return -1 if lo > 1 else 1
-        if not one_way(a, b):
-            return 0
+    found = paired_side(a, b)
+    if found != 0:
+        return found
+    if not one_way(a, b):
+        return 0
     if a.high < b.low:
         return -1
     if b.high < a.low:
         return 1
     return 0
+
+
+def paired_side(a: Point, b: Point) -> int:
+    """side of two points as their paired per-round ratios alone read them: from MIN_RIVAL_ROUNDS rounds
+    that measured both, where b/a's 95 % interval excludes 1; from two, where it lies beyond
+    FEW_ROUNDS_MARGIN; else 0."""
+    found, margin = paired(a, b), 1.0
+    if found is None:
+        found, margin = paired(a, b, least=MIN_PAIRED_ROUNDS), FEW_ROUNDS_MARGIN
+    if found is None:
+        return 0
+    lo, hi = found.ci95
+    return -1 if lo > margin else 1 if hi < 1 / margin else 0
 
 
 def one_way(a: Point, b: Point) -> bool:
@@ -171,10 +199,12 @@ def one_way(a: Point, b: Point) -> bool:
     return len(signs) <= 1 and 0 not in signs
 
 
-def paired(a: Point, b: Point) -> LogRatio | None:
+def paired(a: Point, b: Point, least: int = MIN_RIVAL_ROUNDS) -> LogRatio | None:
     """log(b/a) from their paired per-round differences, where one run measured both side by side in
-    two rounds or more (one Pairing); else None."""
-    if a.pairing is None or b.pairing is None or a.pairing.run != b.pairing.run or not a.rounds or not b.rounds:
+    `least` rounds or more (one Pairing); else None."""
+    if a.pairing is None or b.pairing is None or a.pairing.run != b.pairing.run:
+        return None
+    if len(dict(a.rounds).keys() & dict(b.rounds).keys()) < least:
         return None
     found = paired_log_ratio(dict(a.rounds), dict(b.rounds), a.pairing.prior)
     return None if found is None else found.estimate
