@@ -380,6 +380,42 @@ def test_rivals_two_rounds_pair_stay_open_while_the_report_leaves_them_unordered
         assert load_results(path).latest()[torch.id].n_processes == processes and stopped[torch.id] == "decided"
 
 
+def test_a_case_placed_early_whose_question_reopens_gets_its_planned_processes_without_budget(
+        tmp_path, fake_clock, monkeypatch):
+    """numpy 1 ms, jax 30× behind, placed at the first look (two processes); torch 1.2 ms open against numpy,
+    so the planned third round runs for those two. After it jax's question opens again (here: its estimate
+    stubbed open, as a run's reading moved in two `make bench` runs). With no budget left it still gets the
+    third process the plan would have given it, once; it then ends open at `budget`, as it is."""
+    import math
+
+    from arraybench.execution import more_rounds as module
+    from arraybench.stats.student import LogRatio
+
+    plan = rivals_of(1, 1.2, 30)
+    numpy, torch, jax = plan
+    true = {numpy.id: 1e-3, jax.id: 30e-3, torch.id: 1.2e-3}
+    real, looks = module.questions, []
+
+    def reopened(records, env_order=(), reading=None):
+        out = real(records, env_order, reading)
+        looks.append(len(looks))
+        if len(looks) > 1:
+            for cid in list(out):
+                out[cid] = [(o, LogRatio(e.value, math.inf, 1) if jax.id in (cid, o) else e) for o, e in out[cid]]
+        return out
+
+    monkeypatch.setattr(module, "questions", reopened)
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, {**HEADER, "environments": None})
+    runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01))
+    runner.run(plan)
+    stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
+    writer.close()
+    latest = load_results(path).latest()
+    assert latest[jax.id].n_processes == 3 and stopped[jax.id] == "budget"
+    assert latest[torch.id].n_processes == 3
+
+
 def test_a_decided_case_whose_question_reopens_without_budget_ends_saying_so(tmp_path, fake_clock):
     """As in the test above it: jax's third process, after the rounds, lands in another state and opens its
     place again; with no budget left it cannot go on, and its line says the budget ended it, not that its

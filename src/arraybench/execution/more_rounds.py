@@ -14,7 +14,8 @@ process), every other case gets them, and the whole budget is left for rounds be
 clock once ran through them: on a host in spells at its worst, when nearly every case is open, the
 planned round took 42 of a 47-s budget and left the questions open.) Decided cases stop at once. A
 case's environments take their rounds together, and a budget too small for every open case is spent
-first on those nearest a decision. Last, a case whose processes all ran
+first on those nearest a decision. A case placed before the planned rounds ran out whose question a later
+round opens again gets the planned processes it skipped, without budget. Last, a case whose processes all ran
 within SPREAD_S of each other gets one more, once, GAP_S or more after its last (crowded), and its
 questions are read again. Every case looked at ends with a line whose `stopped` says why its rounds
 ended: a case decided once, whose question a later process opened again and which the rounds or the
@@ -208,7 +209,8 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                   for g in together(live, latest)]
         # A budget too small for every open group goes first to those nearest a decision for their cost.
         groups.sort(key=lambda g: to_decide(rule, g[1], rounds) * g[2] if g[2] > 0 else 0.0)
-        going = []
+        going: list[Case] = []
+        behind: list[Case] = []  # placed before the planned rounds ran out, and open again: caught up to them
         for group, found, cost in groups:
             if any(res.reading.covered(latest[cid]) for cid in group):
                 # Every process of a case ran in a slow spell: no number of it stands yet, whatever
@@ -222,12 +224,20 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                 going += [by_id[cid] for cid in group] if rounds < planned else []
                 continue
             if any(cid in stopped for cid in group):
-                # Decided before: it goes on only for a question opened since, while rounds and budget allow.
-                if (not all(rule.answered(e) for e in found) and rounds < rule.max_rounds
-                        and budget.claim(cost)):
+                # Decided before: it goes on only for a question opened since, while rounds and budget allow;
+                # one placed before the plan's processes ran out gets them first, as every open case does,
+                # without budget (two `make bench` runs left 2× pairs open at two processes: placed at their
+                # first look, and open again when later rounds moved the run's reading of them).
+                if all(rule.answered(e) for e in found):
+                    continue
+                if rounds >= planned and any((latest[cid].n_processes or 0) < planned for cid in group):
+                    behind += [by_id[cid] for cid in group]
+                elif rounds < rule.max_rounds and budget.claim(cost):
                     going += [by_id[cid] for cid in group]
-                    for cid in group:
-                        stopped.pop(cid)
+                else:
+                    continue
+                for cid in group:
+                    stopped.pop(cid)
                 continue
             step = rule.step(found, rounds, budget, cost)
             if step.go_on:
@@ -235,6 +245,11 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
             else:
                 stopped.update(dict.fromkeys(group, step.reason))
         budget.settle()
+        if behind:
+            on_round(len(behind))
+            one_more(runner, behind, process_records(res))
+            if not going:
+                continue  # looked at again with the processes they caught up
         if not going:
             # Last, one more process of each case whose processes all ended within SPREAD_S of each other
             # (the cases refinement added too: a refined size ran its two back to back), once, where it can
