@@ -61,6 +61,18 @@ def measured(tmp_path, clock, plan, true, noise, budget_s):
     return runner, stopped, load_results(path).latest()
 
 
+def planned_run(tmp_path, clock, plan, true, noise=0.01, name="results.jsonl"):
+    """The plan's 2 rounds on stub processes, then more_rounds with no budget and 3 planned rounds: (runner,
+    why each case stopped, the latest records)."""
+    path = tmp_path / name
+    writer = ResultsWriter(path, {**HEADER, "environments": None})
+    runner = StubRunner(writer, true, clock, dict.fromkeys(true, noise))
+    runner.run(plan)
+    stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=clock)
+    writer.close()
+    return runner, stopped, load_results(path).latest()
+
+
 def plan_of(*names):
     return [Case("elementwise_add", (("n", n),), "numpy", "eager", "float32", 1, env=env)
             for n in names for env in ("old", "new")]
@@ -144,13 +156,7 @@ def test_the_planned_rounds_go_to_open_places_and_a_case_far_behind_stops_at_its
     lone = Case("elementwise_add", (("n", 5000),), "numpy", "eager", "float32", 1)
     plan = [*rivals, lone]
     true = {rivals[0].id: 1e-3, rivals[1].id: 1.02e-3, rivals[2].id: 3e-2, lone.id: 2e-3}
-    path = tmp_path / "results.jsonl"
-    writer = ResultsWriter(path, {**HEADER, "environments": None})
-    runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01))
-    runner.run(plan)
-    stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
-    writer.close()
-    latest = load_results(path).latest()
+    runner, stopped, latest = planned_run(tmp_path, fake_clock, plan, true)
     assert stopped[rivals[2].id] == "decided" and latest[rivals[2].id].n_processes == 2
     assert latest[rivals[0].id].n_processes == latest[rivals[1].id].n_processes == 3
     assert latest[lone.id].n_processes == 3 and lone.id not in stopped  # nothing asked of it: the plan's rounds
@@ -345,13 +351,8 @@ def test_rivals_paired_in_two_rounds_that_agree_take_the_planned_third(tmp_path,
     true = {numpy.id: 1e-3, torch.id: 1.3e-3}
     for least, processes in ((2, 2), (3, 3)):
         monkeypatch.setattr(module, "MIN_RIVAL_ROUNDS", least)
-        path = tmp_path / f"results-{least}.jsonl"
-        writer = ResultsWriter(path, {**HEADER, "environments": None})
-        runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 1e-4))
-        runner.run(plan)
-        stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
-        writer.close()
-        rec = load_results(path).latest()[torch.id]
+        _, stopped, latest = planned_run(tmp_path, fake_clock, plan, true, noise=1e-4, name=f"results-{least}.jsonl")
+        rec = latest[torch.id]
         assert rec.n_processes == processes and stopped[torch.id] == "decided"
 
 
@@ -370,14 +371,9 @@ def test_rivals_two_rounds_pair_stay_open_while_the_report_leaves_them_unordered
     for unordered, processes in ((False, 2), (True, 3)):
         if unordered:
             monkeypatch.setattr(module, "side", lambda a, b: 0)
-        path = tmp_path / f"results-{unordered}.jsonl"
-        writer = ResultsWriter(path, {**HEADER, "environments": None})
-        runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01))
-        runner.run(plan)
-        stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
-        writer.close()
+        _, stopped, latest = planned_run(tmp_path, fake_clock, plan, true, name=f"results-{unordered}.jsonl")
         # A third round pairs them in three: decided either way.
-        assert load_results(path).latest()[torch.id].n_processes == processes and stopped[torch.id] == "decided"
+        assert latest[torch.id].n_processes == processes and stopped[torch.id] == "decided"
 
 
 def test_a_case_placed_early_whose_question_reopens_gets_its_planned_processes_without_budget(
@@ -405,13 +401,7 @@ def test_a_case_placed_early_whose_question_reopens_gets_its_planned_processes_w
         return out
 
     monkeypatch.setattr(module, "questions", reopened)
-    path = tmp_path / "results.jsonl"
-    writer = ResultsWriter(path, {**HEADER, "environments": None})
-    runner = StubRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01))
-    runner.run(plan)
-    stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
-    writer.close()
-    latest = load_results(path).latest()
+    runner, stopped, latest = planned_run(tmp_path, fake_clock, plan, true)
     assert latest[jax.id].n_processes == 3 and stopped[jax.id] == "budget"
     assert latest[torch.id].n_processes == 3
 
