@@ -125,6 +125,10 @@ class Reading:
     # The pool reference at its fastest (stats/pools.fastest) over the run's processes of several threads, by
     # machine: a cluster's machines each have their own.
     pool_fastest_s: Mapping[str | None, float] = field(default_factory=dict)
+    # What `processes` found for each record, by the record's identity (kept beside it, so an id is never
+    # another's): a look of the stop rule asks it of a record many times over (covered, kept, rounds,
+    # measured, slowed), and the readings `read` builds on the same levels share it.
+    sifted: dict[int, tuple[CaseRecord, list[Process]]] = field(default_factory=dict, compare=False, repr=False)
 
     def reach(self, r: CaseRecord) -> float:
         """How many times faster `r` might have run had the host kept its thread pool ready (stats/pools.reach)."""
@@ -141,8 +145,12 @@ class Reading:
         """Every process of `r`, each with the samples of its spells set aside."""
         if not r.samples_s:
             return []
-        return [Process(p.round, sift(p.samples, p.refs, self.levels.get(window(r, p.round)), p.waits),
-                        p.loops, len(p.samples)) for p in split(r)]
+        hit = self.sifted.get(id(r))
+        if hit is None or hit[0] is not r:
+            hit = r, [Process(p.round, sift(p.samples, p.refs, self.levels.get(window(r, p.round)), p.waits),
+                              p.loops, len(p.samples)) for p in split(r)]
+            self.sifted[id(r)] = hit
+        return list(hit[1])
 
     def covered(self, r: CaseRecord) -> bool:
         """Whether a spell covered every process of `r`: nothing measured it outside one."""
@@ -196,7 +204,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
     """
     latest = {r.id: r for r in records}
     levels = window_levels(latest.values())
-    bare = Reading(levels, full_speed_s=full_speed)
+    bare = Reading(levels, full_speed_s=full_speed, sifted={})
     alone = {id(r): bare.measured(r) for r in records}
     prior = fit_prior((m.own_process_variance, m.processes - 1) for r in latest.values()
                       if (m := alone[id(r)]) is not None and m.processes > 1)
@@ -210,7 +218,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
     pool = pool_fastest(latest.values())
-    reading = Reading(levels, prior, None, spells, full_speed, families, pool)
+    reading = Reading(levels, prior, None, spells, full_speed, families, pool, bare.sifted)
     out = []
     for r in records:
         m = alone[id(r)]
@@ -220,7 +228,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             continue
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
-    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool)
+    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool, bare.sifted)
 
 
 def pool_fastest(records: Iterable[CaseRecord]) -> dict[str | None, float]:
