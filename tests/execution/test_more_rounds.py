@@ -450,3 +450,53 @@ def test_a_small_budget_goes_to_the_pair_cheaper_to_decide_counting_the_degrees_
     assert (to_decide(rule, [wide], 4), to_decide(rule, [quiet], 4)) == (4.0, 1.0)
     assert to_decide(rule, [wide], 4) * 1.0 < to_decide(rule, [quiet], 4) * 6.0
     assert rule.rounds_to_decide([wide], 4) * 1.0 > rule.rounds_to_decide([quiet], 4) * 6.0  # as it was ranked
+
+
+def test_a_round_is_bought_for_both_sides_of_a_question_or_neither():
+    """Two rivals open against each other, 1 s a round each, and a budget of 1.9 s: a round of one side
+    alone pairs with nothing (per case, the budget bought the first and refused the second), so neither
+    is bought; at 2 s both are. A case a spell covered is bought a round alone, after them here: one round
+    of it costs 2.5 s against their 2 s."""
+    from arraybench.execution.more_rounds import spend
+    from arraybench.stats.sequential import Budget
+
+    rule = StopRule(THRESHOLD, first_round=2, max_rounds=12)
+    e = LogRatio(math.log(1.4), math.inf, 1)
+    wants = [(["a"], [e], 1.0), (["b"], [e], 1.0), (["c"], [], 2.5)]
+    asked = {"a": [("b", e)], "b": [("a", e)]}
+    assert spend(rule, 4, wants, {2}, asked, {"a"}, Budget(1.9, lambda: 0.0)) == set()
+    assert spend(rule, 4, wants, {2}, asked, {"a"}, Budget(2.0, lambda: 0.0)) == {0, 1}
+    assert spend(rule, 4, wants, {2}, asked, {"a"}, Budget(2.6, lambda: 0.0)) == {0, 1}  # the cheaper first
+    assert spend(rule, 4, wants, {2}, asked, {"a"}, Budget(4.5, lambda: 0.0)) == {0, 1, 2}
+    # Within the plan's rounds (cost 0) nothing is refused, whatever the budget's clock says.
+    free = [(g, f, 0.0) for g, f, _ in wants]
+    assert spend(rule, 2, free, {2}, asked, {"a"}, Budget(0.0, lambda: 5.0)) == {0, 1, 2}
+
+
+def test_the_winners_question_is_bought_before_a_lopsided_pair_and_a_near_tie():
+    """Three open questions after 4 rounds, one pair's round affordable: the fastest at a size against its
+    runner-up, ×1.44 apart and unpaired (a spell set aside the rounds that would pair them); at another size
+    the fastest against a rival ×1.03 behind, unpaired too; two others ×2.5 apart, paired and a round
+    from a decision. Beside the neighbour the budget bought rounds for the ×1.03 tie (counted one round, as
+    every unpaired question was) and half of the ×1.44 pair, and that size was left without a winner.
+    Projected with the run's paired spread, the tie needs dozens of rounds and goes last; the winner's
+    question goes before the lopsided pair, whose order names no winner."""
+    from arraybench.execution.more_rounds import spend
+    from arraybench.stats.pooling import VariancePrior
+    from arraybench.stats.sequential import Budget
+
+    rule = StopRule(THRESHOLD, first_round=2, max_rounds=12)
+    spread = VariancePrior(variance=0.0016, df=1.4, cases=135)
+    win, tie = LogRatio(math.log(1.44), math.inf, 1), LogRatio(math.log(1.03), math.inf, 1)
+    lop = LogRatio(math.log(2.5), 0.1, 3)
+    wants = [(["fast"], [win], 0.4), (["runner"], [win], 0.4), (["fast2"], [tie], 0.3), (["tied"], [tie], 0.3),
+             (["x"], [lop], 0.5), (["y"], [lop], 0.5)]
+    asked = {"fast": [("runner", win)], "runner": [("fast", win)], "fast2": [("tied", tie)],
+             "tied": [("fast2", tie)], "x": [("y", lop)], "y": [("x", lop)]}
+    lead = {"fast", "fast2"}
+    assert to_decide(rule, [win], 4, spread) == 1.0
+    assert to_decide(rule, [tie], 4, spread) > rule.max_rounds
+    assert to_decide(rule, [tie], 4) == to_decide(rule, [win], 4) == 1.0  # no spread: one round each
+    assert spend(rule, 4, wants, set(), asked, lead, Budget(1.0, lambda: 0.0), spread) == {0, 1}
+    assert spend(rule, 4, wants, set(), asked, lead, Budget(1.9, lambda: 0.0), spread) == {0, 1, 4, 5}
+    assert spend(rule, 4, wants, set(), asked, lead, Budget(2.5, lambda: 0.0), spread) == set(range(6))

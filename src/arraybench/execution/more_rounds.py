@@ -14,12 +14,14 @@ process), every other case gets them, and the whole budget is left for rounds be
 clock once ran through them: on a host in spells at its worst, when nearly every case is open, the
 planned round took 42 of a 47-s budget and left the questions open.) Decided cases stop at once. A
 case's environments take their rounds together, and a budget too small for every open case is spent
-first on those nearest a decision. A case placed before the planned rounds ran out whose question a later
-round opens again gets the planned processes it skipped, without budget. Last, a case whose processes all ran
-within SPREAD_S of each other gets one more, once, GAP_S or more after its last (crowded), and its
-questions are read again. Every case looked at ends with a line whose `stopped` says why its rounds
-ended: a case decided once, whose question a later process opened again and which the rounds or the
-budget then did not let go on, ends open (`budget`, `max rounds`), not decided.
+an open question at a time, both its sides or neither (`spend`): first the answer's own (the fastest
+of a size against each other there, environments), nearest a decision for their cost. A case placed
+before the planned rounds ran out whose question a later round opens again gets the planned processes
+it skipped, without budget. Last, a case whose processes all ran within SPREAD_S of each other gets
+one more, once, GAP_S or more after its last (crowded), and its questions are read again. Every case
+looked at ends with a line whose `stopped` says why its rounds ended: a case decided once, whose
+question a later process opened again and which the rounds or the budget then did not let go on, ends
+open (`budget`, `max rounds`), not decided.
 
 Two rivals measured side by side are read paired by round, as the report reads them, once
 bracket.MIN_RIVAL_ROUNDS kept rounds pair them (two environments: once two do); two kept rounds leave
@@ -45,6 +47,7 @@ from arraybench.results import Results, ResultsWriter, load_results
 from arraybench.results.reading import Reading, paired_prior_of, process_rounds
 from arraybench.results.record import CaseRecord
 from arraybench.stats.bracket import MIN_RIVAL_ROUNDS, side
+from arraybench.stats.measurement import point_variance
 from arraybench.stats.paired import paired_log_ratio
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior
 from arraybench.stats.sequential import BUDGET, DECIDED, MAX_ROUNDS, NEAR_TIE, Budget, StopRule
@@ -127,17 +130,22 @@ def questions(records: Sequence[CaseRecord], env_order: Sequence[str] = (),
     prior = paired_prior_of(pairs, reading)
     for first, other in pairs:
         ask(first, other, prior)
-    sizes: dict[tuple, list[CaseRecord]] = defaultdict(list)
-    for r in ok:
-        sizes[(*rivals(r), r.env, r.machine)].append(r)
-    for here in sizes.values():
-        ranked = sorted(here, key=lambda r: r.median_s or math.inf)
+    for ranked in by_size(ok):
         for other in ranked[1:]:
             ask(ranked[0], other)
         for a, b in combinations(ranked[1:], 2):
             if (b.median_s or 0) >= LOPSIDED * (a.median_s or math.inf):
                 ask(a, b)
     return out
+
+
+def by_size(records: Sequence[CaseRecord]) -> list[list[CaseRecord]]:
+    """The rivals of each size (with its environment and machine) among `records`, fastest first by
+    their medians, as the answer ranks them."""
+    sizes: dict[tuple, list[CaseRecord]] = defaultdict(list)
+    for r in records:
+        sizes[(*rivals(r), r.env, r.machine)].append(r)
+    return [sorted(here, key=lambda r: r.median_s or math.inf) for here in sizes.values()]
 
 
 def together(cases: Sequence[str], latest: Mapping[str, CaseRecord]) -> list[list[str]]:
@@ -207,18 +215,22 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                    sum(next_round(latest[cid]) * catch_up(latest[cid], rounds) for cid in g)
                    if rounds >= planned else 0.0)
                   for g in together(live, latest)]
-        # A budget too small for every open group goes first to those nearest a decision for their cost.
-        groups.sort(key=lambda g: to_decide(rule, g[1], rounds) * g[2] if g[2] > 0 else 0.0)
+        # What each group would do, were the budget no object; then which of those going on it buys (spend).
+        free = Budget(math.inf)
+        wants: list[tuple[list[str], list[LogRatio], float]] = []
+        alone: set[int] = set()  # wants whose round serves without a rival's (a spell covered them)
+        reopened: set[int] = set()  # wants decided before, whose question opened again
         going: list[Case] = []
         behind: list[Case] = []  # placed before the planned rounds ran out, and open again: caught up to them
         for group, found, cost in groups:
             if any(res.reading.covered(latest[cid]) for cid in group):
                 # Every process of a case ran in a slow spell: no number of it stands yet, whatever
                 # its questions say. A round more, while the rounds and the budget allow.
-                if rounds < rule.max_rounds and budget.claim(cost):
-                    going += [by_id[cid] for cid in group]
+                if rounds < rule.max_rounds:
+                    alone.add(len(wants))
+                    wants.append((group, found, cost))
                 else:
-                    stopped.update(dict.fromkeys(group, MAX_ROUNDS if rounds >= rule.max_rounds else BUDGET))
+                    stopped.update(dict.fromkeys(group, MAX_ROUNDS))
                 continue
             if not found:  # nothing asked of it: the planned rounds, no more
                 going += [by_id[cid] for cid in group] if rounds < planned else []
@@ -232,18 +244,26 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
                     continue
                 if rounds >= planned and any((latest[cid].n_processes or 0) < planned for cid in group):
                     behind += [by_id[cid] for cid in group]
-                elif rounds < rule.max_rounds and budget.claim(cost):
-                    going += [by_id[cid] for cid in group]
-                else:
-                    continue
-                for cid in group:
-                    stopped.pop(cid)
+                    for cid in group:
+                        stopped.pop(cid)
+                elif rounds < rule.max_rounds:
+                    reopened.add(len(wants))
+                    wants.append((group, found, cost))
                 continue
-            step = rule.step(found, rounds, budget, cost)
+            step = rule.step(found, rounds, free, cost)
             if step.go_on:
-                going += [by_id[cid] for cid in group]
+                wants.append((group, found, cost))
             else:
                 stopped.update(dict.fromkeys(group, step.reason))
+        prior = res.reading.pairing.prior if res.reading.pairing is not None else None
+        bought = spend(rule, rounds, wants, alone, asked, leaders(ours), budget, prior)
+        for i, (group, _, _) in enumerate(wants):
+            if i in bought:
+                going += [by_id[cid] for cid in group]
+                for cid in group if i in reopened else ():
+                    stopped.pop(cid)
+            elif i not in reopened:  # one decided before stays as it was, and the end says if it is open
+                stopped.update(dict.fromkeys(group, BUDGET))
         budget.settle()
         if behind:
             on_round(len(behind))
@@ -282,17 +302,79 @@ def more_rounds(runner: Runs, plan: Sequence[Case], path: Path, writer: ResultsW
     return stopped
 
 
-def to_decide(rule: StopRule, found: Sequence[LogRatio], rounds: int) -> float:
-    """About how many more rounds a group's questions (`found`) need to be decided: which open group a
-    budget too small for all of them is spent on first. A question that no two kept rounds pair yet (its
-    error infinite: `estimate`) counts one round, the next that may pair it, whatever its rivals'
-    spread; after that round its paired estimate ranks it. Ranked last instead, such a pair waited for
-    every other: beside the neighbour, NumPy's and Numba's adds of 1000 floats (0.54 and 0.73 µs, each in
-    two processes that a spell spared, never in one round) ended the run open with 44 cases at `budget`.
+def leaders(records: Sequence[CaseRecord]) -> set[str]:
+    """The cases fastest at their size by their medians (by_size): whose questions name the answer's winner."""
+    return {ranked[0].id for ranked in by_size([r for r in records if r.status == "ok" and r.samples_s])}
+
+
+def spend(rule: StopRule, rounds: int, wants: Sequence[tuple[Sequence[str], Sequence[LogRatio], float]],
+          alone: set[int], asked: Mapping[str, Sequence[tuple[str, LogRatio]]], lead: set[str], budget: Budget,
+          spread: VariancePrior | None = None) -> set[int]:
+    """Which of the groups that would go on (`wants`: their case ids, their questions' estimates, what a
+    round of them costs) a round is bought for, within `budget`: an open question at a time, both its
+    sides or neither, for a process whose rival ran in another round pairs with nothing. First the questions
+    the answer's claims rest on (a case fastest at its size, `lead`, against each other there; a case's
+    environments) and the rounds of a case a spell covered (`alone`), then those between two others
+    (LOPSIDED), then a group's round alone (its rivals go on no more), and after all of them any that
+    more rounds than the rule has left would not decide; within each, the fewest rounds to decide it
+    (`to_decide`, the unpaired projected with the run's paired `spread`) times their cost. Bought a case
+    at a time, each ranked by its hardest question, a round went to one side of a pair and not the other:
+    beside the neighbour JAX's jitted FFT of 1000 points got a fourth and PyTorch's eager one, ×1.44 ahead
+    of it, did not, and the run ended with the pair unpaired and the size without a winner. Free rounds
+    (within the plan's, cost 0) are never refused."""
+    unit = {cid: i for i, (group, _, _) in enumerate(wants) for cid in group}
+    left = rule.max_rounds - rounds
+    options: list[tuple[tuple[bool, int, float, str], frozenset[int]]] = []
+
+    def offer(need: float, tier: int, units: frozenset[int]) -> None:
+        cost = sum(wants[k][2] for k in units)
+        first = min(cid for k in units for cid in wants[k][0])
+        options.append(((need > left, tier, need * cost if cost > 0 else 0.0, first), units))
+
+    for i, (group, found, _) in enumerate(wants):
+        paired = False
+        for cid in group:
+            for other, e in asked.get(cid, ()):
+                j = unit.get(other)
+                if j is None or rule.answered(e):
+                    continue
+                main = j == i or cid in lead or other in lead
+                offer(to_decide(rule, [e], rounds, spread), 0 if main else 1, frozenset({i, j}))
+                paired = True
+        if i in alone or not paired:
+            need = to_decide(rule, found, rounds, spread)
+            offer(max(need, 1.0) if i in alone else need, 0 if i in alone else 2, frozenset({i}))
+    bought: set[int] = set()
+    for _, units in sorted(options, key=lambda o: o[0]):
+        new = units - bought
+        cost = sum(wants[k][2] for k in new)
+        if new and (cost <= 0 or budget.claim(cost)):
+            bought |= new
+    return bought
+
+
+def to_decide(rule: StopRule, found: Sequence[LogRatio], rounds: int, spread: VariancePrior | None = None) -> float:
+    """About how many more rounds a group's questions (`found`) need to be decided: which open question a
+    budget too small for all of them is spent on first (spend). A question that no two kept rounds pair yet
+    (its error infinite: `estimate`) counts one round, the next that may pair it, and with the run's paired
+    `spread` (Pairing.prior) the rounds it would then need, were it paired in bracket.MIN_RIVAL_ROUNDS
+    rounds that spread as the run's pairs do: a pair unpaired at ×1.44 one round, one at ×1.03 dozens.
+    Counted as one round whatever its point, each unpaired near tie of a noisy run was bought a round
+    before the pairs a round would decide. Ranked last instead, such a pair waited for every other:
+    beside the neighbour, NumPy's and Numba's adds of 1000 floats (0.54 and 0.73 µs, each in two
+    processes that a spell spared, never in one round) ended the run open with 44 cases at `budget`.
     The paired ones count the degrees of freedom they gain a round (StopRule.rounds_to_answer)."""
     paired = [e for e in found if math.isfinite(e.se)]
     need = rule.rounds_to_answer(paired, rounds)
-    return max(need, 1.0) if len(paired) < len(found) else need
+    unpaired = [e for e in found if not math.isfinite(e.se)]
+    if not unpaired:
+        return need
+    if spread is None or spread.df <= 0 or not math.isfinite(spread.variance):
+        return max(need, 1.0)
+    k = MIN_RIVAL_ROUNDS
+    se = math.sqrt(point_variance(spread.variance, k))
+    projected = [LogRatio(e.value, se, spread.df + k - 1) for e in unpaired]
+    return max(need, 1.0 + rule.rounds_to_answer(projected, k))
 
 
 def crowded(processes: Mapping[str, Sequence[CaseRecord]], ids: Sequence[str]) -> list[str]:
