@@ -25,11 +25,12 @@ is set aside itself where its case has a process that is not (results/reading.py
 pairs with no rival either: one process of two rivals hit 6× and the other 1.9× in one burst (a
 2-thread matmul in PyTorch and in JAX) is no ratio of theirs. A case every process of which a
 spell covered has no number a spell did not reach: further rounds go to it, and compare calls no
-change of it. A covered process still bounds its case from above, since a spell only slows: a
-claim that the case is ahead of a rival may read it at what it took (bracket.ahead_though_slowed).
-What neither signal sees reaches rivals measured seconds apart nearly alike, and a
-paired ratio reads it as the round's (stats/paired.py). A spell therefore moves a point or a ratio
-by no more than the share of the data it reached, and none where it was seen.
+change of it, nor of one a spell covered in most of its processes (results.reading.Reading.outnumbered:
+the one left of several ran on a host in spells most of the time). A covered process still bounds its
+case from above, since a spell only slows: a claim that the case is ahead of a rival may read it at
+what it took (bracket.ahead_though_slowed). What neither signal sees reaches rivals measured seconds
+apart nearly alike, and a paired ratio reads it as the round's (stats/paired.py). A spell therefore
+moves a point or a ratio by no more than the share of the data it reached, and none where it was seen.
 
 The reference is judged relative to its window, not to the run: a host that runs at one slower
 speed for minutes is slower for every case of those minutes alike, and setting aside everything
