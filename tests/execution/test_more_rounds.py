@@ -500,3 +500,26 @@ def test_the_winners_question_is_bought_before_a_lopsided_pair_and_a_near_tie():
     assert spend(rule, 4, wants, set(), asked, lead, Budget(1.0, lambda: 0.0), spread) == {0, 1}
     assert spend(rule, 4, wants, set(), asked, lead, Budget(1.9, lambda: 0.0), spread) == {0, 1, 4, 5}
     assert spend(rule, 4, wants, set(), asked, lead, Budget(2.5, lambda: 0.0), spread) == set(range(6))
+
+
+def test_a_pair_two_times_apart_left_open_may_overdraw_the_budget_by_its_reserve():
+    """The budget is spent. Two open questions: rivals ×2.4 apart that one kept round pairs (a spell covered
+    the others), and rivals ×1.3 apart. Only the first may overdraw it, by the reserve, and only as far as
+    the reserve goes: a report that leaves a pair 2× apart unordered says less than a glance at its table."""
+    from arraybench.execution.more_rounds import spend
+    from arraybench.stats.sequential import Budget
+
+    rule = StopRule(THRESHOLD, first_round=2, max_rounds=12)
+    wide, near = LogRatio(math.log(2.4), math.inf, 1), LogRatio(math.log(1.3), math.inf, 1)
+    wants = [(["numba"], [wide], 0.6), (["jax"], [wide], 0.3), (["numpy"], [near], 0.2), (["torch"], [near], 0.2)]
+    asked = {"numba": [("jax", wide)], "jax": [("numba", wide)], "numpy": [("torch", near)],
+             "torch": [("numpy", near)]}
+    def spent() -> Budget:
+        now = [0.0]
+        budget = Budget(10.0, lambda: now[0])
+        now[0] = 10.0
+        return budget
+
+    assert spend(rule, 4, wants, set(), asked, {"numba", "numpy"}, spent()) == set()
+    assert spend(rule, 4, wants, set(), asked, {"numba", "numpy"}, spent(), wide=1.0) == {0, 1}
+    assert spend(rule, 4, wants, set(), asked, {"numba", "numpy"}, spent(), wide=0.8) == set()

@@ -129,7 +129,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("budget", ("--budget",), "float", metavar="SECONDS",
            help="seconds of rounds beyond --processes for the cases still undecided (which backend·mode is "
                 "fastest at a size, or between --env environments); default: 0.15 times the first two rounds' "
-                "time, 4 times with several --env; the rounds up to --processes are not counted in it"),
+                "time, 4 times with several --env; the rounds up to --processes are not counted in it, and a "
+                "pair 2× apart still open may overrun it by half"),
     Option("cache_limit", ("--cache-limit",), "memory_size",
            help="bytes the run's shared inputs and references may hold on disk, in the run's cache/ until it "
                 "completes (default 2G)"),

@@ -64,9 +64,10 @@ class Budget:
         """Seconds not yet spent (by the clock) nor claimed for the round about to run."""
         return self.seconds - (self.clock() - self.start) - self.claimed
 
-    def claim(self, seconds: float) -> bool:
-        """Reserve `seconds` of the next round for one case, if they fit in what is left."""
-        if seconds > self.left():
+    def claim(self, seconds: float, beyond: float = 0.0) -> bool:
+        """Reserve `seconds` of the next round for one case, if they fit in what is left, overdrawn by
+        at most `beyond` seconds."""
+        if seconds > self.left() + beyond:
             return False
         self.claimed += seconds
         return True
