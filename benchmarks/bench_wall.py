@@ -9,14 +9,15 @@ old, new, … — `--pairs` pairs of runs, and prints, per run and per pair (iss
 
 - the wall time of the run, and the wall its processes spent in each case's first two rounds (`first`),
   its third (`third`) and any after (`beyond`), summed from the results' process lines;
-- per pair, new over old: the walls' ratio, and the same ratio over the runs' first two rounds
-  (`drift_corrected`: each run's wall over its first two rounds' process wall, new over old). Both codes
-  measure the same cases in those two rounds, so a host that ran slower during one run of a pair moves
-  the walls' ratio and not this one: on the 2-core VM two runs of the same code in a row were 15 % apart.
+- per pair, new over old: the walls' ratio; the host's speed (`host`: the process wall of the first two
+  rounds of the cases both runs measured, new over old: the same work in both codes); and the walls'
+  ratio over the host's (`host_corrected`). A host that ran slower during one run of a pair moves the
+  walls' ratio and not the corrected one: on the 2-core VM two runs of the same code in a row were 15 %
+  apart, and in one pair the new code's first two rounds ran 1.16× slower than the old's.
 
-The pairs' geometric mean of each ratio closes the output. Target: the walls' ratio ≤ 1.25× (read it
-beside the drift-corrected one: a pair above it with the corrected ratio well under it met a host that
-drifted between its runs, and another pair says which it was).
+The pairs close the output: each ratio's geometric mean with its 95 % t interval over the pairs.
+Target: ≤ 1.25× (the walls' ratio where the host held still; the corrected one where it drifted: its
+interval is the one to read).
 """
 
 from __future__ import annotations
@@ -31,14 +32,19 @@ import time
 from pathlib import Path
 
 
-def rounds_wall(path: Path) -> dict[str, float]:
-    """The process wall of a run's first two rounds, its third, and any after, from its process lines."""
+def process_walls(path: Path) -> dict[str, list[float]]:
+    """Each case's process walls, in the order its processes ran, from a run's process lines."""
     from arraybench.results import load_results
 
     per_case: dict[str, list[float]] = {}
     for _, rec in sorted(load_results(path).replicate_lines, key=lambda kr: kr[0]):
         per_case.setdefault(rec.id, []).append(rec.wall_s or 0.0)
-    walls = list(per_case.values())
+    return per_case
+
+
+def rounds_wall(path: Path) -> dict[str, float]:
+    """The process wall of a run's first two rounds, its third, and any after, from its process lines."""
+    walls = list(process_walls(path).values())
     return {"first": round(sum(sum(w[:2]) for w in walls), 1),
             "third": round(sum(sum(w[2:3]) for w in walls), 1),
             "beyond": round(sum(sum(w[3:]) for w in walls), 1),
@@ -62,19 +68,35 @@ def describe(path: Path, wall: float | None = None) -> dict:
     return {"run": str(path), "wall_s": round(wall, 1), **rounds_wall(path)}
 
 
+def host_speed(new: Path, old: Path) -> tuple[float, int]:
+    """How much slower the host ran `new`'s run than `old`'s: the process wall of the first two rounds of
+    the cases both measured twice or more, new over old, and how many cases that is."""
+    a, b = process_walls(new), process_walls(old)
+    both = [cid for cid in a if len(a[cid]) >= 2 and len(b.get(cid, ())) >= 2]
+    return sum(sum(a[cid][:2]) for cid in both) / sum(sum(b[cid][:2]) for cid in both), len(both)
+
+
 def pair(new: dict, old: dict) -> dict:
     walls = new["wall_s"] / old["wall_s"]
-    corrected = (new["wall_s"] / new["first"]) / (old["wall_s"] / old["first"])
-    return {"pair": [new["run"], old["run"]], "walls": round(walls, 3), "drift_corrected": round(corrected, 3),
-            "first_rounds": round(new["first"] / old["first"], 3)}
+    host, cases = host_speed(Path(new["run"]), Path(old["run"]))
+    return {"pair": [new["run"], old["run"]], "walls": round(walls, 3), "host": round(host, 3),
+            "host_cases": cases, "host_corrected": round(walls / host, 3)}
 
 
 def summary(pairs: list[dict]) -> dict:
-    def gmean(key: str) -> float:
-        return round(math.exp(sum(math.log(p[key]) for p in pairs) / len(pairs)), 3)
+    from arraybench.stats.student import t_isf
 
-    return {"pairs": len(pairs), "walls_gmean": gmean("walls"), "drift_corrected_gmean": gmean("drift_corrected"),
-            "walls_max": max(p["walls"] for p in pairs), "target": 1.25}
+    def gmean(key: str) -> list[float]:
+        logs = [math.log(p[key]) for p in pairs]
+        mean = sum(logs) / len(logs)
+        if len(logs) < 2:
+            return [round(math.exp(mean), 3)]
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        half = t_isf(0.025, len(logs) - 1) * sd / math.sqrt(len(logs))
+        return [round(math.exp(mean), 3), round(math.exp(mean - half), 3), round(math.exp(mean + half), 3)]
+
+    return {"pairs": len(pairs), "walls": gmean("walls"), "host": gmean("host"),
+            "host_corrected": gmean("host_corrected"), "walls_max": max(p["walls"] for p in pairs), "target": 1.25}
 
 
 def run(args: argparse.Namespace) -> None:
@@ -115,6 +137,8 @@ def main() -> None:
     f.add_argument("--new", nargs="+", required=True)
     f.add_argument("--old", nargs="+", required=True)
     args = p.parse_args()
+    if args.what == "run" and args.pairs < 1:
+        p.error("--pairs: at least 1")
     run(args) if args.what == "run" else figures(args)
 
 
