@@ -329,3 +329,26 @@ def test_a_side_a_spell_covered_in_most_processes_shows_no_change(tmp_path):
     assert verdict(slower, (0.0, 0.0, 0.0, 1.0)).verdict == FASTER
     everywhere = verdict([samples(1e-2, seed=k) for k in range(4)], (1.0,) * 4)
     assert everywhere.verdict == NOISY and "every process of base ran in a slow spell" in everywhere.note
+
+
+def test_a_case_the_host_ran_slower_beside_in_one_run_shows_no_change(tmp_path):
+    """Spells are read within a window, so a host slow for minutes sets nothing aside in a run. Of two
+    identical runs beside the neighbour, NumPy's add of 7943 floats read 1.33-1.38 µs in every process of
+    one and 1.80-1.89 µs in every process of the other, beside a host reference of 5.9-6.1 µs against
+    9.2-10.0 µs: ×1.38 "slower". A side whose reference ran SPELL_FACTOR× slower, the way the case moved,
+    shows no change; the same change beside one host speed, or against the host's move, still decides."""
+    def run(name: str, center: float, ref: float):
+        others = [record("numpy", "eager", d, processes(1e-3 * d, count=3, seed=d)) for d in range(2, 6)]
+        add = record("numpy", "eager", 7, processes(center, count=3, seed=7))
+        add = replace(add, host_ref_s=(ref,) * len(add.samples_s))
+        return load_results(results_file(tmp_path / f"{name}.jsonl", [*others, add]))
+
+    def verdict(new_center: float, new_ref: float):
+        k = len(list(tmp_path.iterdir()))
+        cases = compare(run(f"base{k}", 1.36e-6, 6.0e-6), run(f"new{k}", new_center, new_ref)).cases
+        return next(c for c in cases if c.base.size == 7)
+
+    hosted = verdict(1.88e-6, 9.7e-6)
+    assert hosted.verdict == NOISY and "×1.62" in hosted.note and "another speed in one run" in hosted.note
+    assert verdict(1.88e-6, 6.1e-6).verdict == SLOWER  # one host speed: the change is the case's
+    assert verdict(1.88e-6, 4.0e-6).verdict == SLOWER  # the host ran faster, the case slower anyway

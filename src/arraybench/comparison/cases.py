@@ -20,7 +20,7 @@ from arraybench.comparison.outcome import BROKEN, MIN_SPREAD_DF, NOT_COMPARED, C
 from arraybench.results import Results, measured
 from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
-from arraybench.stats import modes, pools, power, wakes
+from arraybench.stats import modes, pools, power, spells, wakes
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, case_spreads, run_spread
 from arraybench.stats.measurement import FEW_SAMPLES, Replicated
 from arraybench.stats.pooling import VariancePrior
@@ -125,6 +125,27 @@ def woken(c: CaseComparison) -> CaseComparison:
     return too_noisy(c, why)
 
 
+def hosted(c: CaseComparison) -> CaseComparison:
+    """`c`, too noisy to say where the host's reference (stats/spells.host_level) ran SPELL_FACTOR× or more
+    slower beside one side's samples than beside the other's, the way the case moved. Spells are read within
+    a window, so a host slow for minutes sets nothing aside in a run (its rivals were slowed alike), and
+    two runs of it differ by the host: of two identical runs beside the neighbour, NumPy's add of 7943
+    floats read 1.33-1.38 µs in every process of one and 1.80-1.89 µs in every process of the other, whose
+    reference ran 9.2-10.0 µs against 5.9-6.1 µs, and compare called it ×1.38 slower."""
+    if c.verdict not in (SLOWER, FASTER) or c.result is None:
+        return c
+    base, new = spells.host_level(c.base.host_ref_s), spells.host_level(c.new.host_ref_s)
+    if base is None or new is None:
+        return c
+    shift = new / base
+    if max(shift, 1 / shift) < spells.SPELL_FACTOR or (shift > 1) != (c.result.ratio > 1):
+        return c
+    why = (f"the host's reference loop ran in {format_seconds(base)} beside base's samples and "
+           f"{format_seconds(new)} beside new's (×{shift:.2f}): the host ran at another speed in one run, "
+           "which moves every case of those minutes alike")
+    return too_noisy(c, why)
+
+
 def pooled_apart(c: CaseComparison) -> CaseComparison:
     """`c`, too noisy to say where its change may be the host leaving a pool's threads ready between calls
     in one run and not in the other (stats/pools.py): a call of several threads moves with that, in every
@@ -221,7 +242,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
              for c in cases]
     cases = [spelled(c, base, new) for c in cases]
     if not paired:  # two environments of one run ran in the same rounds: a mode is each round's, paired
-        cases = [hypervaried(pooled_apart(woken(moded(c, base, new)))) for c in cases]
+        cases = [hypervaried(hosted(pooled_apart(woken(moded(c, base, new))))) for c in cases]
     cases = with_memory(cases, threshold, paired)
     return Comparison(
         base_name=names[0],

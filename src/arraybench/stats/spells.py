@@ -70,6 +70,14 @@ def window_level(refs: Sequence[float]) -> float | None:
     return good[min(len(good) - 1, int(WINDOW_QUANTILE * len(good)))]
 
 
+def host_level(refs: Sequence[float] | None) -> float | None:
+    """How fast the host ran beside a case's samples, over all its processes: the median of their
+    references (`host_ref_s`); None without any. Within a run every rival of a window shares it; between
+    two runs it says whether the host ran at one speed in both (comparison.cases.hosted)."""
+    good = [r for r in refs or () if r > 0 and math.isfinite(r)]
+    return statistics.median(good) if good else None
+
+
 def enough(clean: int, samples: int) -> bool:
     """Whether `clean` samples outside spells, of a process's `samples`, speak for it without the rest."""
     return clean >= max(1, min(MIN_CLEAN, samples // 2))
