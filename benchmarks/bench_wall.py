@@ -23,6 +23,7 @@ interval is the one to read).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -32,8 +33,10 @@ import time
 from pathlib import Path
 
 
+@functools.cache
 def process_walls(path: Path) -> dict[str, list[float]]:
-    """Each case's process walls, in the order its processes ran, from a run's process lines."""
+    """Each case's process walls, in the order its processes ran, from a run's process lines (read once:
+    a finished run's file does not change)."""
     from arraybench.results import load_results
 
     per_case: dict[str, list[float]] = {}

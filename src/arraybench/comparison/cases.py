@@ -135,13 +135,10 @@ def hosted(c: CaseComparison) -> CaseComparison:
     if c.verdict not in (SLOWER, FASTER) or c.result is None:
         return c
     base, new = spells.host_level(c.base.host_ref_s), spells.host_level(c.new.host_ref_s)
-    if base is None or new is None:
-        return c
-    shift = new / base
-    if max(shift, 1 / shift) < spells.SPELL_FACTOR or (shift > 1) != (c.result.ratio > 1):
+    if base is None or new is None or not spells.explains(c.result.ratio, base, new):
         return c
     why = (f"the host's reference loop ran in {format_seconds(base)} beside base's samples and "
-           f"{format_seconds(new)} beside new's (×{shift:.2f}): the host ran at another speed in one run, "
+           f"{format_seconds(new)} beside new's (×{new / base:.2f}): the host ran at another speed in one run, "
            "which moves every case of those minutes alike")
     return too_noisy(c, why)
 

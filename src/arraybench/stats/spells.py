@@ -78,6 +78,16 @@ def host_level(refs: Sequence[float] | None) -> float | None:
     return statistics.median(good) if good else None
 
 
+def explains(ratio: float, base: float | None, new: float | None) -> bool:
+    """Whether the host's reference level moving from `base` to `new` (host_level of two runs' sides)
+    may be all of a change of `ratio` (new over base): SPELL_FACTOR× or more, the way the case moved
+    (as wakes.explains and pools.explains judge their references)."""
+    if base is None or new is None:
+        return False
+    shift = new / base
+    return max(shift, 1 / shift) >= SPELL_FACTOR and (shift > 1) == (ratio > 1)
+
+
 def enough(clean: int, samples: int) -> bool:
     """Whether `clean` samples outside spells, of a process's `samples`, speak for it without the rest."""
     return clean >= max(1, min(MIN_CLEAN, samples // 2))
