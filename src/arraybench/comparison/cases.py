@@ -21,7 +21,7 @@ from arraybench.results import Results, measured
 from arraybench.results.reading import paired_prior_of, process_rounds
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import modes, pools, power, spells, wakes
-from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, case_spreads, run_spread
+from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, case_spreads, pair_spread, run_spread
 from arraybench.stats.measurement import FEW_SAMPLES, Replicated
 from arraybench.stats.pooling import VariancePrior
 from arraybench.stats.two_sample import (
@@ -36,23 +36,33 @@ from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SLOWER
 from arraybench.units import format_seconds
 
 
+def read_sides(base: CaseRecord, new: CaseRecord, runs: tuple[Results, Results],
+               paired: bool) -> tuple[Replicated | None, Replicated | None]:
+    """A case's two sides as each run reads its records: spells set aside, with its prior, robust
+    between two separate runs (not `paired`)."""
+    b, n = runs[0].reading.measured(base), runs[1].reading.measured(new)
+    if paired:
+        return b, n
+    return b.with_prior(b.prior, robust=True) if b else None, n.with_prior(n.prior, robust=True) if n else None
+
+
 def compare_cases(base: CaseRecord, new: CaseRecord, threshold: float,
                   runs: tuple[Results, Results] | None = None, spread: RunSpread | None = None,
-                  paired: VariancePrior | None = None) -> CaseComparison:
+                  paired: VariancePrior | None = None,
+                  sides: tuple[Replicated | None, Replicated | None] | None = None) -> CaseComparison:
     """One case, before the correction across cases (`compare` applies it). `runs` are the two
     runs the records come from, whose priors pool the spread between processes (results.analysed);
     `spread` the variance between earlier runs of this case's machine (None: no history);
     `paired`: the two sides are two environments of one run, compared round by round with this
-    prior (paired_prior over the comparison's cases)."""
+    prior (paired_prior over the comparison's cases); `sides`: the two as read_sides reads them, where
+    already read."""
     label, row = case_label(new), row_label(new)
     if base.status == "ok" and new.status == "ok":
         if runs is None:
             b, n = measured(base), measured(new)
             rounds = (process_rounds(base), process_rounds(new))
-        else:  # as each run reads its records: spells set aside, with its prior, robust between runs
-            b, n = runs[0].reading.measured(base), runs[1].reading.measured(new)
-            if paired is None:
-                b, n = (m.with_prior(m.prior, robust=True) if m is not None else None for m in (b, n))
+        else:
+            b, n = sides if sides is not None else read_sides(base, new, runs, paired is not None)
             rounds = ([p.round for p in runs[0].reading.kept(base)], [p.round for p in runs[1].reading.kept(new)])
         if b is None or n is None:
             return CaseComparison(label, row, base, new, None, NOT_COMPARED, "no raw samples recorded")
@@ -192,6 +202,19 @@ def verdict_note(result: SampleComparison, base: CaseRecord, new: CaseRecord, po
     return "; ".join(notes)
 
 
+def wider(a: RunSpread | None, b: RunSpread | None) -> RunSpread | None:
+    """Of two spreads between runs, the one of larger variance (either where the other is None)."""
+    if a is None or b is None:
+        return a or b
+    return a if a.variance >= b.variance else b
+
+
+def spread_between(sides: Mapping[tuple, tuple[Replicated | None, Replicated | None]]) -> RunSpread | None:
+    """The spread between two separate runs that their own cases show (between_runs.pair_spread), each
+    case read as compare reads it (`sides`: read_sides, by case)."""
+    return pair_spread([(x, y) for x, y in sides.values() if x is not None and y is not None])
+
+
 def spread_of(case_id: str, own: Mapping[str, RunSpread]) -> RunSpread | None:
     """The spread between runs added to a case's interval: its own (between_runs.case_spreads), taken
     as worth at least MIN_SPREAD_DF degrees of freedom (a τ² barely above the processes' own spread
@@ -214,6 +237,8 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     `history`: earlier runs (a store's, Store.runs_on) from which the spread between runs of
     this machine is estimated (run_spread) and added to the intervals of the cases that have
     MIN_EARLIER_RUNS of them; without, each case is judged on its two runs alone.
+    Two separate runs (not `paired`) also add the spread between them that their own cases show
+    (between_runs.pair_spread), where it is larger than history's.
     `paired`: `base` and `new` are two environments of one run (environment_side), whose
     processes ran in the same rounds: each case's interval is read from its per-round differences,
     which a drift of the host during the run does not reach (stats/paired.py); history is not used.
@@ -225,8 +250,13 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     earlier = {b[k].id: earlier[b[k].id] for k in both if len(earlier.get(b[k].id, {})) >= MIN_EARLIER_RUNS}
     spread = run_spread(earlier)
     own = case_spreads(earlier)
+    # Two separate runs differ by more than their processes show, as much for the cases with history as
+    # for those without: the larger of what history and the two runs' own cases say.
+    sides = {k: read_sides(b[k], n[k], (base, new), paired) for k in both if b[k].status == n[k].status == "ok"}
+    between = None if paired else spread_between(sides)
     prior = paired_prior_of([(b[k], n[k]) for k in both], base.reading) if paired else None
-    cases = [compare_cases(b[k], n[k], threshold, (base, new), spread_of(b[k].id, own), prior)
+    cases = [compare_cases(b[k], n[k], threshold, (base, new), wider(spread_of(b[k].id, own), between), prior,
+                           sides.get(k))
              for k in both]
     tested = [c for c in cases if c.result is not None]
     adjusted = adjust([c.result for c in tested], threshold)  # type: ignore[misc]
@@ -250,6 +280,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
         differences=environment_differences(base, new),
         threshold=threshold,
         run_spread=spread,
+        pair_spread=between,
         paired=paired,
         planned=(base.planned(), new.planned()),
     )

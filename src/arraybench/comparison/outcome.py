@@ -58,6 +58,8 @@ class Comparison:
     differences: list[str]
     threshold: float
     run_spread: RunSpread | None = None  # from earlier runs of the machine; None: no history
+    # From the two runs' own cases (between_runs.pair_spread); None: paired, or too few cases to tell.
+    pair_spread: RunSpread | None = None
     paired: bool = False  # two environments of one run (compare's `paired`): no history applies
     # How many of its planned cases each side holds (Results.planned); None: its header does not say.
     planned: tuple[Planned | None, Planned | None] = (None, None)
@@ -135,15 +137,26 @@ NO_HISTORY = ("No earlier runs of this machine: each interval holds what varied 
 
 
 def history_line(cmp: Comparison) -> str | None:
-    """What the earlier runs of this machine added to the intervals; without them, what the intervals
-    of two separate runs cannot see, where a case was found slower or faster; else None."""
-    spread = cmp.run_spread
+    """What the earlier runs of this machine, and the two runs' own cases, added to the intervals;
+    without either, what the intervals of two separate runs cannot see, where a case was found slower or
+    faster; else None."""
+    spread, pair = cmp.run_spread, cmp.pair_spread
+    lines = [line for line in (earlier_line(cmp), pair_line(pair)) if line]
+    if lines:
+        return "\n".join(lines)
+    decided = any(c.verdict in (SLOWER, FASTER) for c in cmp.cases)
+    return None if cmp.paired or not decided or spread is not None or pair is not None else NO_HISTORY
+
+
+def earlier_line(cmp: Comparison) -> str | None:
+    """What the earlier runs of this machine added to the intervals (None: no history)."""
+    spread, pair = cmp.run_spread, cmp.pair_spread
     if spread is None:
-        decided = any(c.verdict in (SLOWER, FASTER) for c in cmp.cases)
-        return None if cmp.paired or not decided else NO_HISTORY
+        return None
     source = f"{spread.runs} earlier runs of this machine ({spread.cases} cases)"
     added = sorted(math.expm1(math.sqrt(c.result.run_variance)) for c in cmp.cases
-                   if c.result is not None and c.result.run_variance > 0)
+                   if c.result is not None and c.result.run_variance > 0
+                   and (pair is None or c.result.run_variance != pair.variance))
     if spread.df < MIN_SPREAD_DF:
         machine = (f"as one figure for the machine, ±{100 * spread.relative:.1f}% is worth {spread.df:.2g} degrees of "
                    f"freedom (its cases shift together, so it is known from {spread.runs - 1} difference(s) "
@@ -152,12 +165,25 @@ def history_line(cmp: Comparison) -> str | None:
         df = f" ({spread.df:.0f} df)" if math.isfinite(spread.df) else ""
         machine = f"±{100 * spread.relative:.1f}%{df} over the machine's cases"
     if not added:
-        return (f"Run-to-run spread from {source}: {machine}; no case's own beyond its processes' spread, "
-                "nothing added to the intervals.")
+        return (f"Run-to-run spread from {source}: {machine}; no case's own beyond its processes' spread"
+                f"{' and the two runs' if pair is not None and pair.variance > 0 else ''}, nothing added from it.")
     own = (f"±{100 * added[0]:.1f}%" if len(added) == 1 else
            f"±{100 * added[0]:.1f}% to ±{100 * added[-1]:.1f}%, median ±{100 * added[len(added) // 2]:.1f}%")
     return (f"{RUN_MARK} Run-to-run spread from {source}: each case's own ({own}) added to both sides of the "
             f"{len(added)} intervals so marked; {machine} (--no-history leaves it out).")
+
+
+def pair_line(pair: RunSpread | None) -> str | None:
+    """What the two runs' own cases say of the spread between them (between_runs.pair_spread)."""
+    if pair is None:
+        return None
+    if pair.variance <= 0:
+        return (f"The two runs' {pair.cases} cases scatter between them no more than their processes do: "
+                "no spread between the runs added.")
+    return (f"{RUN_MARK} The two runs' {pair.cases} cases scatter between them ±{100 * pair.relative:.1f}% "
+            f"beyond their processes ({pair.df:.0f} df): added to both sides of every interval marked so "
+            "that history does not widen more, for a state of the host that outlasts a run moves all of its "
+            "processes alike.")
 
 
 def render(cmp: Comparison, note: str | None, markdown: bool = False,
