@@ -15,8 +15,9 @@ per run and between the first two (issue 41, item 5):
   decision rule every claim of the report uses (`stats.bracket.order`);
 - the sizes with a winner: where the fastest backend·mode is ahead of the runner-up beyond noise
   (the answer's `leads`, as `benchmarks/decided.py` counts them);
-- the pairs at least 2× apart that are left unordered, and how many of those only a thread pool the host
-  kept waiting holds (`unordered_2x_pools`: a case's reach, stats/pools.py);
+- the pairs at least 2× apart that are left unordered, and how many of those only a case's reach holds
+  (`unordered_2x_pools`: a thread pool the host kept waiting, stats/pools.py, or a spell that covered every
+  process of a case, results.reading.spell_reach);
 - the verdicts `compare` gives between the two identical runs (`slower` or `faster`: none is right),
   and the pairs of one size both runs order, of which how many opposite ways (`opposite`: none is right);
 - the wall time of each run.
@@ -87,7 +88,7 @@ def pairs_and_sizes(path: Path) -> dict:
                     wide += 1
                     if not decided:
                         open_wide.append(f"{a.workload}[{a.size}] {data.label(a)} / {data.label(b)} ×{ratio:.2f}")
-                        held += bracket.held(bracket.point(a), bracket.point(b))  # a pool's reach: stats/pools.py
+                        held += bracket.held(bracket.point(a), bracket.point(b))  # a reach: a pool's or a spell's
         for lead in leads(data, recs):
             if lead.margin == "the only correct backend·mode":
                 continue

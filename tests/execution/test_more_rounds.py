@@ -8,6 +8,7 @@ from arraybench.core.case import Case
 from arraybench.execution.more_rounds import THRESHOLD, more_rounds, to_decide
 from arraybench.execution.parent import merge_processes
 from arraybench.results import ResultsWriter, load_results
+from arraybench.stats import bracket
 from arraybench.stats.sequential import StopRule
 from arraybench.stats.student import LogRatio
 from arraybench.workloads import blank_record
@@ -336,6 +337,32 @@ def test_a_case_whose_process_a_spell_covered_is_not_placed_until_two_rounds_pai
         rec = res.latest()[torch.id]
         assert (rec.n_processes == 3) == third and stopped[torch.id] == "decided"
         assert sorted(res.reading.rounds(rec)) == ([1, 2] if third else [0, 1])
+
+
+def test_a_case_a_spell_covered_in_every_process_is_read_as_bounds_within_the_runs_spell_reach(
+        tmp_path, fake_clock):
+    """torch's every process stalled (100× slower, its threads waiting throughout): it has no round of its
+    own, only what each process took at most (`slowed`), and the stop rule keeps its question open. A
+    spell slowed numpy's first process about as much, which the run's spell reach says: torch is behind a
+    rival only beyond it. 3000× behind numpy by its stalled numbers, it is behind numpy; against a rival
+    within that reach of them, it is behind nothing."""
+    numpy, torch = plan = [Case("elementwise_add", (("n", 1000),), b, "eager", "float32", 2)
+                           for b in ("numpy", "torch")]
+    true = {numpy.id: 1e-3, torch.id: 30e-3}
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, {**HEADER, "environments": None})
+    runner = StallingRunner(writer, true, fake_clock, dict.fromkeys(true, 0.01),
+                            stalls={(numpy.id, 0)} | {(torch.id, k) for k in range(12)})
+    runner.run(plan)
+    stopped = more_rounds(runner, plan, path, writer, budget_s=0.0, planned=3, clock=fake_clock)
+    writer.close()
+    res = load_results(path)
+    rec, first = res.latest()[torch.id], res.latest()[numpy.id]
+    assert res.reading.covered(rec) and res.reading.rounds(rec) == {}
+    assert sorted(res.reading.slowed(rec)) == [0, 1, 2] and stopped[torch.id] != "decided"
+    assert res.reading.spell_reach > 20 and res.reading.reach(rec) == res.reading.spell_reach
+    assert bracket.side(res.reading.point(first), res.reading.point(rec)) == -1
+    assert bracket.side(res.reading.point(first).times(100), res.reading.point(rec)) == 0
 
 
 def test_rivals_paired_in_two_rounds_that_agree_take_the_planned_third(tmp_path, fake_clock, monkeypatch):

@@ -206,6 +206,27 @@ def test_a_case_ahead_of_its_rival_with_its_slowed_rounds_read_at_what_they_took
     assert numpy.times(2.0).slowed == _logs({0: 2 * 7.988e-6, 2: 2 * 8.113e-6})
 
 
+def test_a_case_a_spell_covered_in_every_round_is_behind_only_beyond_what_a_spell_did_in_its_run():
+    """Two identical runs beside the neighbour (spells in 85 % of processes). In the second, a spell covered
+    every process of Numba's 2-thread add of 10⁶ floats (155 µs, 1.36 ms, 7.8 ms: its pool stalled), and
+    JAX's jitted add kept two of four (270 and 249 µs); read by its interval, Numba was behind, where the
+    first run had it ahead (100-112 µs kept against 292-295). What a covered case took is only a bound
+    from above: the run's covered processes read up to 45× their case's kept ones (its `reach`,
+    results.reading.spell_reach), so it is behind a rival only beyond that, and ahead as its bounds allow."""
+    run = _run(0.0187, 1.57)
+    numba = Point(1e6, 1.36e-3, 5.44e-4, 3.41e-3, (), run, slowed=_logs({0: 155.5e-6, 1: 1.36e-3, 2: 7.81e-3}))
+    jax = Point(1e6, 2.59e-4, 1.44e-4, 4.68e-4, _logs({2: 270.0e-6, 3: 249.3e-6}), run,
+                slowed=_logs({0: 570.7e-6, 1: 335.4e-6}))
+    assert bracket.side(jax, numba) == -1  # at its numbers: the order the runs disagreed on
+    numba = replace(numba, reach=45.3)
+    assert bracket.side(jax, numba) == bracket.side(numba, jax) == 0
+    far = Point(1e6, 2e-6, 1.9e-6, 2.1e-6, _logs({0: 2e-6, 1: 2.1e-6, 2: 1.9e-6}), run)
+    assert bracket.side(far, numba) == -1  # 270× ahead of its bounds: ahead of any spell's reach
+    # Ahead it can be: its bounds under a rival's kept rounds, paired in enough of them.
+    slow = Point(1e6, 30e-3, 28e-3, 32e-3, _logs({0: 30e-3, 1: 29e-3, 2: 31e-3}), run)
+    assert bracket.side(numba, slow) == -1 and bracket.side(slow, numba) == 1
+
+
 def test_a_case_that_was_ahead_in_a_round_a_spell_covered_is_behind_nowhere():
     """Two identical runs beside a neighbour. In the first, Numba's jitted 2000² matmul kept processes of
     111 and 91 ms and one a spell covered at 80 ms; PyTorch's eager one read 92, 82 and 84 ms in those rounds.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -129,12 +130,17 @@ class Reading:
     # another's): a look of the stop rule asks it of a record many times over (covered, kept, rounds,
     # measured, slowed), and the readings `read` builds on the same levels share it.
     sifted: dict[int, tuple[CaseRecord, list[Process]]] = field(default_factory=dict, compare=False, repr=False)
+    # The most a slow spell was seen to slow a case in this run (spell_reach); 1: not seen.
+    spell_reach: float = 1.0
 
     def reach(self, r: CaseRecord) -> float:
-        """How many times faster `r` might have run had the host kept its thread pool ready (stats/pools.reach)."""
+        """How many times faster `r` might have run had the host kept its thread pool ready (stats/pools.reach),
+        or, where a spell covered every process of `r` (`covered`), been out of its spells: as much as a
+        spell slowed any case of this run (`spell_reach`), if that is more."""
         parts = split(r) if r.samples_s else []
         medians = [Measurement(p.samples).median for p in parts] if all(p.samples for p in parts) else []
-        return pools.reach(pool_readings(r), self.pool_fastest_s.get(r.machine), r.threads, r.median_s or 0.0, medians)
+        pool = pools.reach(pool_readings(r), self.pool_fastest_s.get(r.machine), r.threads, r.median_s or 0.0, medians)
+        return max(pool, self.spell_reach) if self.covered(r) else pool
 
     def mode_spread(self, r: CaseRecord) -> float:
         """How far apart the modes of `r`'s neighbours in its family were in this run (stats/modes.py; 1:
@@ -183,15 +189,20 @@ class Reading:
 
     def rounds(self, r: CaseRecord) -> dict[int, float]:
         """`r`'s log point by round: each kept process's median, spells set aside (what pairs it with a
-        rival: a round one of two set aside is no pair of theirs)."""
+        rival: a round one of two set aside is no pair of theirs); none where a spell covered every process
+        of `r` (`covered`): each is then only what it took at most (`slowed`)."""
+        if self.covered(r):
+            return {}
         return {p.round: math.log(Measurement(p.sifted.samples).median) for p in self.kept(r)
                 if p.sifted.samples and min(p.sifted.samples) > 0}
 
     def slowed(self, r: CaseRecord) -> dict[int, float]:
-        """`r`'s log point by round in the processes a spell covered that it is read without (`kept`): each
-        one's median over all its samples, spells included. What it took at most there, since a spell only
-        slows: a claim that the case is ahead of a rival may read it (bracket.ahead_though_slowed)."""
-        kept = {p.round for p in self.kept(r)}
+        """`r`'s log point by round in the processes a spell covered that it is read without (`kept`), or in
+        every process where a spell covered them all (`covered`): each one's median over all its samples,
+        spells included. What it took at most there, since a spell only slows: a claim that the case is
+        ahead of a rival may read it (bracket.ahead_though_slowed), and one that has nothing else is behind
+        nothing (bracket.side)."""
+        kept = set() if self.covered(r) else {p.round for p in self.kept(r)}
         return {p.round: math.log(Measurement(p.samples).median) for p in (split(r) if r.samples_s else [])
                 if p.round not in kept and p.samples and min(p.samples) > 0}
 
@@ -227,7 +238,8 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
     pool = pool_fastest(latest.values())
-    reading = Reading(levels, prior, None, spells, full_speed, families, pool, bare.sifted)
+    slowest = spell_reach(bare, latest.values())
+    reading = Reading(levels, prior, None, spells, full_speed, families, pool, bare.sifted, slowest)
     out = []
     for r in records:
         m = alone[id(r)]
@@ -237,7 +249,28 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             continue
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
-    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool, bare.sifted)
+    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool, bare.sifted, slowest)
+
+
+def spell_reach(reading: Reading, records: Iterable[CaseRecord]) -> float:
+    """The most a slow spell slowed a case in these records: over the cases with processes a spell covered
+    and processes it did not, a covered one's median over the median of the others' (1 where none has
+    both). What a case covered in every process may have run faster than it read (Reading.reach): it is
+    behind a rival only beyond that (bracket.side). Beside the neighbour on the 2-core VM (2026-11-29), a
+    covered process read 1.2-1.4× its case's kept ones at the median, 2× at the 90th percentile, and at
+    most 45× and 95× (PyTorch's 2-thread pool stalled); with no neighbour, at most 2.6×."""
+    most = 1.0
+    for r in records:
+        if r.status != "ok" or not all(x is not None and math.isfinite(x) for x in r.samples_s):
+            continue
+        procs = reading.processes(r)
+        kept = [Measurement(p.sifted.samples).median for p in procs if not p.sifted.covered and p.sifted.samples]
+        if not kept or len(kept) == len(procs):
+            continue
+        level = statistics.median(kept)
+        if level > 0:
+            most = max([most] + [Measurement(p.sifted.samples).median / level for p in procs if p.sifted.covered])
+    return most
 
 
 def pool_fastest(records: Iterable[CaseRecord]) -> dict[str | None, float]:
