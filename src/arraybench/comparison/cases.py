@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from arraybench.comparison import memory_change
 from arraybench.comparison.matching import (
@@ -30,6 +30,7 @@ from arraybench.stats.two_sample import (
     adjust,
     compare_paired,
     compare_samples,
+    log_ratio_error,
     scipy_stats,
 )
 from arraybench.stats.verdicts import ALPHA, FASTER, NOISY, SLOWER
@@ -209,10 +210,12 @@ def wider(a: RunSpread | None, b: RunSpread | None) -> RunSpread | None:
     return a if a.variance >= b.variance else b
 
 
-def spread_between(sides: Mapping[tuple, tuple[Replicated | None, Replicated | None]]) -> RunSpread | None:
+def spread_between(sides: Iterable[tuple[Replicated | None, Replicated | None]]) -> RunSpread | None:
     """The spread between two separate runs that their own cases show (between_runs.pair_spread), each
-    case read as compare reads it (`sides`: read_sides, by case)."""
-    return pair_spread([(x, y) for x, y in sides.values() if x is not None and y is not None])
+    case read as compare reads it (`sides`: read_sides) and its log ratio's error as compare tests it
+    (log_ratio_error), of the cases whose both sides know their spread between processes."""
+    return pair_spread([(math.log(n.point / b.point), *log_ratio_error(b, n)) for b, n in sides
+                        if b is not None and n is not None and min(b.df, n.df) > 0 and min(b.point, n.point) > 0])
 
 
 def spread_of(case_id: str, own: Mapping[str, RunSpread]) -> RunSpread | None:
@@ -253,7 +256,7 @@ def compare(base: Results, new: Results, threshold: float = DEFAULT_THRESHOLD,
     # Two separate runs differ by more than their processes show, as much for the cases with history as
     # for those without: the larger of what history and the two runs' own cases say.
     sides = {k: read_sides(b[k], n[k], (base, new), paired) for k in both if b[k].status == n[k].status == "ok"}
-    between = None if paired else spread_between(sides)
+    between = None if paired else spread_between(sides.values())
     prior = paired_prior_of([(b[k], n[k]) for k in both], base.reading) if paired else None
     cases = [compare_cases(b[k], n[k], threshold, (base, new), wider(spread_of(b[k].id, own), between), prior,
                            sides.get(k))

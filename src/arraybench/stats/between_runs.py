@@ -147,10 +147,11 @@ def case_spreads(history: Mapping[str, Mapping[str, Replicated]]) -> dict[str, R
     return out
 
 
-def pair_spread(pairs: Sequence[tuple[Replicated, Replicated]]) -> RunSpread | None:
-    """τ² between two runs, read from their own cases (`pairs`: each case's base and new measurement):
-    what their log ratios new/base scatter about their median beyond what their intervals allow. None
-    with fewer than MIN_PAIR_CASES cases whose both sides know their spread between processes.
+def pair_spread(cases: Sequence[tuple[float, float, float]]) -> RunSpread | None:
+    """τ² between two runs, read from their own cases (`cases`: each case's log ratio new/base, its
+    standard error and degrees of freedom, as compare tests it: two_sample.log_ratio_error): what their
+    log ratios scatter about their median beyond what their errors allow. None with fewer than
+    MIN_PAIR_CASES cases.
 
     A run's processes share what else the host did for its minutes, which no interval of one run can
     see: of two identical runs beside a noisy neighbour, PyTorch's jitted FFT of 10⁶ points read
@@ -158,24 +159,16 @@ def pair_spread(pairs: Sequence[tuple[Replicated, Replicated]]) -> RunSpread | N
     host reference moved, and compare called it ×1.43 slower; the two runs' cases had a median ratio of
     1.02 and a 90th percentile of 1.30. With no earlier runs to tell that spread, the two runs' other
     cases tell it, as an empirical null does (Efron 2004): for a case that did not change, its log ratio
-    d_c less their median m, over √(v_c + 2τ²) (v_c its two sides' squared standard errors, as compare
-    tests it: Replicated.log_sd, with Welch–Satterthwaite's df_c), is a t deviate, within its quartile
-    q_c (the t quantile of 0.75 at df_c) half the time. τ² is the one at which half of the cases are
-    within theirs: the median over the cases of the τ²_c at which each one's deviate reaches its quartile,
-    ((d_c − m)² / q_c² − v_c) / 2, floored at 0. The median, not the mean: a few cases that did change
-    move it little, and a change of every case alike moves only m. Its degrees of freedom are the cases'
-    (C − 1) times MEDIAN_EFFICIENCY."""
-    found = []
-    for b, n in pairs:
-        if min(b.df, n.df) <= 0 or b.point <= 0 or n.point <= 0:
-            continue
-        vb, vn = b.log_sd ** 2, n.log_sd ** 2
-        df = (vb + vn) ** 2 / (vb**2 / b.df + vn**2 / n.df) if vb + vn > 0 else math.inf
-        found.append((math.log(n.point / b.point), vb + vn, df))
-    if len(found) < MIN_PAIR_CASES:
+    d_c less their median m, over √(v_c + 2τ²) (v_c its squared standard error, with df_c), is a t
+    deviate, within its quartile q_c (the t quantile of 0.75 at df_c) half the time. τ² is the one at which
+    half of the cases are within theirs: the median over the cases of the τ²_c at which each one's deviate
+    reaches its quartile, ((d_c − m)² / q_c² − v_c) / 2, floored at 0. The median, not the mean: a few
+    cases that did change move it little, and a change of every case alike moves only m. Its degrees of
+    freedom are the cases' (C − 1) times MEDIAN_EFFICIENCY."""
+    if len(cases) < MIN_PAIR_CASES:
         return None
-    center = statistics.median(d for d, _, _ in found)
-    tau2 = statistics.median(((d - center) ** 2 / t_isf(0.25, df) ** 2 - v) / 2 for d, v, df in found)
+    center = statistics.median(d for d, _, _ in cases)
+    tau2 = statistics.median(((d - center) ** 2 / t_isf(0.25, df) ** 2 - se**2) / 2 for d, se, df in cases)
     if tau2 <= 0:
-        return RunSpread(0.0, math.inf, 2, len(found))
-    return RunSpread(tau2, max(1.0, MEDIAN_EFFICIENCY * (len(found) - 1)), 2, len(found))
+        return RunSpread(0.0, math.inf, 2, len(cases))
+    return RunSpread(tau2, max(1.0, MEDIAN_EFFICIENCY * (len(cases) - 1)), 2, len(cases))
