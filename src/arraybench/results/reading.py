@@ -263,13 +263,10 @@ def spell_reach(reading: Reading, records: Iterable[CaseRecord]) -> float:
     for r in records:
         if r.status != "ok" or not all(x is not None and math.isfinite(x) for x in r.samples_s):
             continue
-        procs = reading.processes(r)
-        kept = [Measurement(p.sifted.samples).median for p in procs if not p.sifted.covered and p.sifted.samples]
-        if not kept or len(kept) == len(procs):
-            continue
-        level = statistics.median(kept)
-        if level > 0:
-            most = max([most] + [Measurement(p.sifted.samples).median / level for p in procs if p.sifted.covered])
+        kept, covered = reading.rounds(r), reading.slowed(r)  # log medians: none of one where all are the other
+        if kept and covered:
+            level = statistics.median(math.exp(x) for x in kept.values())
+            most = max(most, math.exp(max(covered.values())) / level)
     return most
 
 
