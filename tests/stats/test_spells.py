@@ -246,3 +246,37 @@ def test_a_report_view_carries_the_rounds_a_spell_covered_at_what_they_took(tmp_
     views = {v.backend: v for v in ReportData.from_results([load_results(path)]).records}
     assert [k for k, _ in views["torch"].slowed] == [1] and views["numpy"].slowed == ()
     assert bracket.point(views["torch"]).slowed == views["torch"].slowed
+
+
+def alone(cost: float, spell: bool = False, neighbour: bool = False, hit: float = 1.0) -> object:
+    """One process of a `cost`-second call on a host of its own: in a spell the reference sees (1.6×) or
+    beside a neighbour that slows it `hit`× and keeps its threads waiting, throughout; or neither."""
+    host = Host(spells=[(0.0, 1e9)] if spell else [], neighbour=[(0.0, 1e9)] if neighbour else [])
+    return Timer(lambda: host.work(cost, hit), (), config=CFG, clock=host, reference=host.reference,
+                 waits=Waits(host)).run()
+
+
+def test_a_case_a_spell_the_reference_saw_covered_everywhere_is_behind_beyond_what_such_a_spell_did():
+    """Three rounds of four rivals. numpy (1 ms) ran in a spell the reference saw in round 1: 1.6× its
+    kept rounds, what such a spell did in this run (`host_reach`). torch (1.1 ms) ran beside a neighbour
+    in round 0 that stalled it 6× (`spell_reach`). jax (2.5 ms) ran in a spell the reference saw in every
+    round, and tensorflow (0.5 ms) beside the neighbour in every round: each has only bounds (4 ms, 3 ms).
+    Behind a rival only beyond its reach: jax, 4× behind numpy by its bounds, is behind it, for a spell the
+    reference saw slowed no case more than 1.6×; tensorflow, whose stalled threads a spell may slow as much
+    as torch's, is behind nothing within 6×."""
+    everywhere = range(3)
+    plan = {"numpy": (1e-3, {1: "spell"}), "torch": (1.1e-3, {0: "neighbour"}),
+            "jax": (2.5e-3, dict.fromkeys(everywhere, "spell")),
+            "tensorflow": (0.5e-3, dict.fromkeys(everywhere, "neighbour"))}
+    records = [record(name, cost, [alone(cost, spell=hits.get(k) == "spell", neighbour=hits.get(k) == "neighbour",
+                                         hit=6.0) for k in range(3)])
+               for name, (cost, hits) in plan.items()]
+    records, reading = read(records, "run", None)
+    numpy, torch, jax, tf = records
+    assert reading.host_reach == pytest.approx(1.6) and reading.spell_reach == pytest.approx(6.0)
+    assert reading.covered(jax) and reading.reach(jax) == reading.host_reach
+    assert reading.covered(tf) and reading.reach(tf) == reading.spell_reach
+    assert bracket.side(reading.point(numpy), reading.point(jax)) == -1
+    assert bracket.side(reading.point(jax), reading.point(numpy)) == 1
+    first, stalled = reading.point(numpy), reading.point(tf)
+    assert bracket.side(first, stalled) == bracket.side(stalled, first) == 0

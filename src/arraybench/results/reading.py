@@ -26,7 +26,7 @@ from arraybench.stats import bracket, modes, pools
 from arraybench.stats.measurement import Measurement, Replicated
 from arraybench.stats.paired import Pairing, all_differences, paired_prior
 from arraybench.stats.pooling import NO_PRIOR, VariancePrior, fit_prior
-from arraybench.stats.spells import Sifted, SpellCount, sift, window_level
+from arraybench.stats.spells import Sifted, SpellCount, sift, stalled, window_level
 
 Window = tuple[Any, ...]  # rivals(record), its machine and the round
 Family = tuple[str, str, str]  # backend, mode, device
@@ -132,15 +132,22 @@ class Reading:
     sifted: dict[int, tuple[CaseRecord, list[Process]]] = field(default_factory=dict, compare=False, repr=False)
     # The most a slow spell was seen to slow a case in this run (spell_reach); 1: not seen.
     spell_reach: float = 1.0
+    # The most a spell slowed a case whose threads it kept from no CPU (spell_reach(stalls=False)): the host's
+    # speed alone; where none was seen, spell_reach.
+    host_reach: float = 1.0
 
     def reach(self, r: CaseRecord) -> float:
         """How many times faster `r` might have run had the host kept its thread pool ready (stats/pools.reach),
         or, where a spell covered every process of `r` (`covered`), been out of its spells: as much as a
-        spell slowed any case of this run (`spell_reach`), if that is more."""
+        spell slowed any case of this run (`spell_reach`), if that is more; as much as one slowed a case
+        by the host's speed alone (`host_reach`) where no process of `r` had its threads kept waiting
+        for a CPU (spells.stalled)."""
         parts = split(r) if r.samples_s else []
         medians = [Measurement(p.samples).median for p in parts] if all(p.samples for p in parts) else []
         pool = pools.reach(pool_readings(r), self.pool_fastest_s.get(r.machine), r.threads, r.median_s or 0.0, medians)
-        return max(pool, self.spell_reach) if self.covered(r) else pool
+        if not self.covered(r):
+            return pool
+        return max(pool, self.spell_reach if any(stalled(p.waits) for p in parts) else self.host_reach)
 
     def mode_spread(self, r: CaseRecord) -> float:
         """How far apart the modes of `r`'s neighbours in its family were in this run (stats/modes.py; 1:
@@ -238,8 +245,9 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
     pool = pool_fastest(latest.values())
-    slowest = spell_reach(bare, latest.values())
-    reading = Reading(levels, prior, None, spells, full_speed, families, pool, bare.sifted, slowest)
+    slowest = spell_reach(bare, latest.values()) or 1.0
+    host = spell_reach(bare, latest.values(), stalls=False) or slowest
+    reading = Reading(levels, prior, None, spells, full_speed, families, pool, bare.sifted, slowest, host)
     out = []
     for r in records:
         m = alone[id(r)]
@@ -249,24 +257,34 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             continue
         out.append(dataclasses.replace(r, median_s=m.point, ci95_s=m.with_prior(prior).ci95))
     pairing = Pairing(run, rival_prior(reading, out))
-    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool, bare.sifted, slowest)
+    return out, Reading(levels, prior, pairing, spells, full_speed, families, pool, bare.sifted, slowest, host)
 
 
-def spell_reach(reading: Reading, records: Iterable[CaseRecord]) -> float:
+def spell_reach(reading: Reading, records: Iterable[CaseRecord], stalls: bool = True) -> float | None:
     """The most a slow spell slowed a case in these records: over the cases with processes a spell covered
-    and processes it did not, a covered one's median over the median of the others' (1 where none has
-    both). What a case covered in every process may have run faster than it read (Reading.reach): it is
-    behind a rival only beyond that (bracket.side). Beside the neighbour on the 2-core VM (2026-11-29), a
-    covered process read 1.2-1.4× its case's kept ones at the median, 2× at the 90th percentile, and at
-    most 45× and 95× (PyTorch's 2-thread pool stalled); with no neighbour, at most 2.6×."""
-    most = 1.0
+    and processes it did not, a covered one's median over the median of the others' (None where none has
+    both); with `stalls` False, over covered processes whose threads no spell kept waiting for a CPU
+    (spells.stalled) alone. What a case covered in every process may have run faster than it read
+    (Reading.reach): it is behind a rival only beyond that (bracket.side).
+
+    Beside the neighbour on the 2-core VM (2026-11-29), a covered process read 1.2-1.4× its case's kept
+    ones at the median, 2× at the 90th percentile, and at most 45× and 95×: PyTorch's and Numba's 2-thread
+    pools stalled, their threads waiting for a CPU in most samples. Over the covered processes whose
+    threads did not wait, 79-102 of them a run, it was at most 2.1-2.4× beside the neighbour and 2.4-2.6×
+    without it: a spell the reference saw slows a case about as much as it slowed the reference (1.4-1.9×
+    here), and a case covered in every process that way, with nothing else to say it was stalled, is
+    behind a rival only beyond that reach (Reading.host_reach), not beyond a stalled pool's."""
+    most: float | None = None
     for r in records:
         if r.status != "ok" or not all(x is not None and math.isfinite(x) for x in r.samples_s):
             continue
         kept, covered = reading.rounds(r), reading.slowed(r)  # log medians: none of one where all are the other
+        if not stalls:
+            quiet = {p.round for p in split(r) if not stalled(p.waits)}
+            covered = {k: x for k, x in covered.items() if k in quiet}
         if kept and covered:
             level = statistics.median(math.exp(x) for x in kept.values())
-            most = max(most, math.exp(max(covered.values())) / level)
+            most = max(most or 1.0, math.exp(max(covered.values())) / level)
     return most
 
 
