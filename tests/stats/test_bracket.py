@@ -1,5 +1,6 @@
 """Crossover bracketing: measured points in, the next sizes to measure and the verdict out."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -225,6 +226,36 @@ def test_a_case_a_spell_covered_in_every_round_is_behind_only_beyond_what_a_spel
     # Ahead it can be: its bounds under a rival's kept rounds, paired in enough of them.
     slow = Point(1e6, 30e-3, 28e-3, 32e-3, _logs({0: 30e-3, 1: 29e-3, 2: 31e-3}), run)
     assert bracket.side(numba, slow) == -1 and bracket.side(slow, numba) == 1
+
+
+def test_a_case_is_ahead_of_a_rival_whose_covered_rounds_are_read_at_what_they_took_over_a_spells_reach():
+    """Beside the neighbour (pairR, run 2), PyTorch's eager sort of 10⁶ floats kept one process of four
+    (108.7 ms; the covered ones 111-114 ms) and JAX's jitted sort one of three (305 ms; the covered ones 342
+    and 387 ms). Read apart, one kept process each, their intervals overlap 2.8× apart, and no two kept
+    rounds pair them. A spell the reference saw slowed no case of that run more than 2.37× (JAX's
+    `spell`), so its covered rounds took at least 144 and 163 ms: paired with PyTorch's rounds at what
+    they took (at most), in four rounds, PyTorch is ahead."""
+    run = _run(0.0612, 60.0)
+    torch = Point(1e6, 108.68e-3, 52.00e-3, 227.12e-3, _logs({1: 108.679e-3}), run,
+                  slowed=_logs({0: 113.618e-3, 2: 111.161e-3, 3: 111.623e-3}), spell=50.27)
+    jax = Point(1e6, 305.03e-3, 145.96e-3, 637.45e-3, _logs({0: 305.032e-3}), run,
+                slowed=_logs({1: 387.488e-3, 2: 341.58e-3}), spell=2.369)
+    assert torch.high > jax.low and bracket._held_side(torch, jax) == 0
+    assert bracket.side(torch, jax) == -1 and bracket.side(jax, torch) == 1
+    # Where how far a spell went is unknown, or as far as a stalled pool's (50×), they bound nothing.
+    for spell in (math.inf, 50.27):
+        assert bracket.side(torch, replace(jax, spell=spell)) == bracket.side(replace(jax, spell=spell), torch) == 0
+    # A bound is a second reading, not one that replaces the first: `b`'s covered rounds 3-5, read at 59-63
+    # ms or more, half of the six, leave the pair open; its three kept rounds against `a`'s bounds order it.
+    tight = _run(0.001, 60.0)
+    a = Point(1e6, 101e-3, 80e-3, 125e-3, _logs({0: 100e-3, 1: 101e-3}), tight,
+              slowed=_logs({2: 104e-3, 3: 105e-3, 4: 103e-3, 5: 104e-3}))
+    b = Point(1e6, 130e-3, 110e-3, 150e-3, _logs({0: 130e-3, 1: 131e-3, 2: 129e-3}), tight,
+              slowed=_logs({3: 140e-3, 4: 150e-3, 5: 145e-3}), spell=2.369)
+    floors = {k: x - math.log(b.spell) for k, x in b.slowed}
+    upper = replace(a, rounds=tuple(sorted({**dict(a.slowed), **dict(a.rounds)}.items())), slowed=())
+    assert bracket.paired_side(upper, replace(b, rounds=tuple(sorted({**floors, **dict(b.rounds)}.items())))) == 0
+    assert bracket._held_side(a, b) == 0 and bracket.side(a, b) == -1 and bracket.side(b, a) == 1
 
 
 def test_a_case_that_was_ahead_in_a_round_a_spell_covered_is_behind_nowhere():

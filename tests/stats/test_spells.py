@@ -275,6 +275,9 @@ def test_a_case_a_spell_the_reference_saw_covered_everywhere_is_behind_beyond_wh
     numpy, torch, jax, tf = records
     assert reading.host_reach == pytest.approx(1.6) and reading.spell_reach == pytest.approx(6.0)
     assert reading.covered(jax) and reading.reach(jax) == reading.host_reach
+    # How far its covered rounds may have been slowed, each (bracket.ahead_though_slowed): as far as its reach.
+    assert reading.spell_of(jax) == reading.point(jax).spell == reading.host_reach
+    assert reading.spell_of(numpy) == reading.host_reach and reading.spell_of(torch) == reading.spell_reach
     assert reading.covered(tf) and reading.reach(tf) == reading.spell_reach
     assert bracket.side(reading.point(numpy), reading.point(jax)) == -1
     assert bracket.side(reading.point(jax), reading.point(numpy)) == 1

@@ -68,11 +68,13 @@ class ReportData:
         latest = {(r.machine, r.id): r for res in results
                   for r in (dataclasses.replace(r, machine=name[res.machine_key(r)]) for r in res.records)}
         # Each case's log point by round and its run's pairing, what pairs it with its rivals
-        # (bracket.side), how many of its processes a slow spell reached, its reach and its slowed rounds.
+        # (bracket.side), how many of its processes a slow spell reached, its reach, its slowed rounds and how
+        # much a spell may have slowed them (Reading.spell_of).
         paired = {(name[res.machine_key(r)], r.id): (tuple(sorted(res.reading.rounds(r).items())), res.reading.pairing,
                                                      sum(reached(p.sifted, p.measured)
                                                          for p in res.reading.processes(r)), res.reading.reach(r),
-                                                     tuple(sorted(res.reading.slowed(r).items())))
+                                                     tuple(sorted(res.reading.slowed(r).items())),
+                                                     res.reading.spell_of(r))
                   for res in results for r in res.records if r.status == "ok"}
         headers = {name[res.machine_key()]: dataclasses.replace(res.header, analysis=analysis(res)) for res in results}
         for res in results:  # a cluster run records each machine its cases ran on
@@ -198,7 +200,7 @@ def run_views(res: Results) -> dict[str, CaseView]:
 
 
 def _derive(records: Sequence[CaseRecord], headers: dict[str, RunHeader], label: Any,
-            paired: Mapping[tuple[str, str], tuple[Any, Any, int, float, Any]] | None = None) -> list[CaseView]:
+            paired: Mapping[tuple[str, str], tuple[Any, Any, int, float, Any, float]] | None = None) -> list[CaseView]:
     """Each record's view: speedup vs NumPy (same machine), quartiles, the 95 % interval, GFLOP/s,
     GB/s, % of that machine's peaks, arithmetic intensity, the bound, the harness's own per-call cost,
     and (`paired`, by machine and id) its rounds and its run's pairing."""
@@ -219,16 +221,17 @@ def _derive(records: Sequence[CaseRecord], headers: dict[str, RunHeader], label:
         sweeps[(r.machine, label(r), r.workload, r.dtype)].append(r)
     flat = set().union(*map(bound.fixed_cost_dominates, sweeps.values()))
     paired = paired or {}
+    unpaired = ((), None, 0, 1.0, (), math.inf)
     return [_view(r, speedup.get((r.id, r.machine)), floors.get((r.machine, label(r))), peaks_of(r.machine),
-                  r.id in flat, *paired.get((r.machine or "", r.id), ((), None, 0, 1.0, ()))) for r in records]
+                  r.id in flat, *paired.get((r.machine or "", r.id), unpaired)) for r in records]
 
 
 def _view(r: CaseRecord, speedup: float | None, floor: float | None, peaks: Peaks, flat: bool,
           rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None, spelled: int = 0,
-          reach: float = 1.0, slowed: tuple[tuple[int, float], ...] = ()) -> CaseView:
+          reach: float = 1.0, slowed: tuple[tuple[int, float], ...] = (), spell: float = math.inf) -> CaseView:
     """One record's derived numbers (see CaseView)."""
     d: dict[str, Any] = {"speedup": speedup, "rounds": rounds, "pairing": pairing, "spelled": spelled,
-                         "reach": reach, "slowed": slowed}
+                         "reach": reach, "slowed": slowed, "spell": spell}
     ok = r.status == "ok" and bool(r.median_s)
     median = r.median_s or 0.0
     if ok and r.samples_s:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,10 @@ class CaseView(CaseRecord):
                                                                "leaves out: its log median over all its samples "
                                                                "by its round, what it took at most there "
                                                                "(bracket.ahead_though_slowed)", default=())
+    spell: float = described("ratio", "how many times slower than it runs a process of it that a slow spell "
+                                      "covered may have read (results.reading.Reading.spell_of): each of its "
+                                      "`slowed` rounds over this is what it took at least there; inf where "
+                                      "unknown", default=math.inf)
 
     @classmethod
     def of(cls, r: CaseRecord, **figures: Any) -> CaseView:

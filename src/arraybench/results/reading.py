@@ -145,9 +145,14 @@ class Reading:
         parts = split(r) if r.samples_s else []
         medians = [Measurement(p.samples).median for p in parts] if all(p.samples for p in parts) else []
         pool = pools.reach(pool_readings(r), self.pool_fastest_s.get(r.machine), r.threads, r.median_s or 0.0, medians)
-        if not self.covered(r):
-            return pool
-        return max(pool, self.spell_reach if any(stalled(p.waits) for p in parts) else self.host_reach)
+        return max(pool, self.spell_of(r)) if self.covered(r) else pool
+
+    def spell_of(self, r: CaseRecord) -> float:
+        """How many times slower than it ran outside a spell a process of `r` that a spell covered may have
+        read: `host_reach` where no process of `r` had its threads kept waiting for a CPU (spells.stalled),
+        else `spell_reach`. Each of its `slowed` rounds over this is what it took at least there."""
+        stall = any(stalled(p.waits) for p in split(r)) if r.samples_s else True
+        return self.spell_reach if stall else self.host_reach
 
     def mode_spread(self, r: CaseRecord) -> float:
         """How far apart the modes of `r`'s neighbours in its family were in this run (stats/modes.py; 1:
@@ -218,7 +223,7 @@ class Reading:
         paired with its rivals by round where the run measured them side by side."""
         p = bracket.point(r)
         return bracket.Point(p.size, p.median, p.low, p.high, tuple(sorted(self.rounds(r).items())), self.pairing,
-                             self.reach(r), tuple(sorted(self.slowed(r).items())))
+                             self.reach(r), tuple(sorted(self.slowed(r).items())), self.spell_of(r))
 
 
 def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> tuple[list[CaseRecord], Reading]:

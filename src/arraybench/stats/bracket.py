@@ -51,7 +51,9 @@ class Point:
     run measured it beside its rivals, its log point by round (`rounds`) and the run's `pairing`; and
     `reach`, how many times faster it might have run in a state of the host its run did not meet (1:
     none known; stats/pools.reach); and `slowed`, its log point in the rounds whose process a slow spell
-    covered, which `rounds` leaves out: what it took at most there, since a spell only slows."""
+    covered, which `rounds` leaves out: what it took at most there, since a spell only slows; and `spell`,
+    how many times slower than it runs such a process may have read (results.reading.Reading.spell_of:
+    inf where unknown), so that each of those rounds over it is what it took at least."""
 
     size: float
     median: float
@@ -61,6 +63,7 @@ class Point:
     pairing: Pairing | None = None
     reach: float = 1.0
     slowed: tuple[tuple[int, float], ...] = ()
+    spell: float = math.inf
 
     def times(self, factor: float) -> Point:
         """The same point `factor` times slower, interval and rounds and all: whether one case is more
@@ -68,7 +71,7 @@ class Point:
         shift = math.log(factor)
         return Point(self.size, self.median * factor, self.low * factor, self.high * factor,
                      tuple((k, x + shift) for k, x in self.rounds), self.pairing, self.reach,
-                     tuple((k, x + shift) for k, x in self.slowed))
+                     tuple((k, x + shift) for k, x in self.slowed), self.spell)
 
 
 @dataclass(frozen=True)
@@ -148,17 +151,30 @@ def ahead_in_a_slowed_round(a: Point, b: Point) -> bool:
 
 
 def ahead_though_slowed(a: Point, b: Point) -> bool:
-    """Whether `a`, with the rounds a spell covered read at what they took (`slowed`), is faster than `b`
-    as measured (its spells set aside) by their paired per-round ratios, at `b`'s reach. Only `a`'s
-    slowed rounds count: read at theirs, `b` would look slower than it is. As every paired order, it rests
-    on MIN_RIVAL_ROUNDS rounds, or two beyond FEW_ROUNDS_MARGIN (paired_side): beside the neighbour,
-    PyTorch's jitted FFT of 10⁶ floats, with the round a spell covered read at 16 ms, paired with its
-    eager twin in their two kept rounds (−23 %, −19 %) and put itself ahead, where four identical runs
-    put it behind by 8-15 %."""
-    if not a.slowed:
+    """Whether `a` is faster than `b` by their paired per-round ratios, at `b`'s reach, with the rounds a
+    spell covered read as bounds: `a`'s at what they took (`slowed`: at most what it takes), `b`'s at what
+    they took over `b.spell` (at least what it takes: a spell slowed no process of its run more). Read at
+    what they took, `b`'s would make it look slower than it is.
+
+    As every paired order, it rests on MIN_RIVAL_ROUNDS rounds, or two beyond FEW_ROUNDS_MARGIN
+    (paired_side): beside the neighbour, PyTorch's jitted FFT of 10⁶ floats, with the round a spell
+    covered read at 16 ms, paired with its eager twin in their two kept rounds (−23 %, −19 %) and put
+    itself ahead, where four identical runs put it behind by 8-15 %. With `b`'s bounds: in another run
+    beside it PyTorch's eager sort of 10⁶ floats read 109-114 ms in four processes, three covered, and
+    JAX's jitted sort 305 ms in the one process kept and 342 and 387 ms in two covered, where a spell the
+    reference saw slowed no case of the run more than 2.37×: at least 144 and 163 ms. Read apart, one kept
+    process each, their intervals overlapped 2.8× apart; by their bounds, paired, PyTorch is ahead."""
+    upper = replace(a, rounds=tuple(sorted({**dict(a.slowed), **dict(a.rounds)}.items())), slowed=()).times(b.reach)
+    if a.slowed and paired_side(upper, b) < 0:
+        return True
+    if not b.slowed or not math.isfinite(b.spell):
         return False
-    rounds = tuple(sorted({**dict(a.slowed), **dict(a.rounds)}.items()))
-    return paired_side(replace(a, rounds=rounds, slowed=()).times(b.reach), b) < 0
+    # `times(b.reach)` puts `b` at its reach in every round; a case covered in every round has the spell's
+    # in it already (results.reading.Reading.reach), and is not cut by it twice. A bound is further from
+    # the truth than a kept round, so `b`'s bounds are a second reading, not one that replaces the first.
+    cut = math.log(b.spell) if b.rounds else 0.0
+    lower = {**{k: x - cut for k, x in b.slowed}, **dict(b.rounds)}
+    return paired_side(upper, replace(b, rounds=tuple(sorted(lower.items())), slowed=())) < 0
 
 
 def held(a: Point, b: Point) -> bool:
@@ -252,6 +268,8 @@ class Viewed(Case, Protocol):
     def reach(self) -> float: ...
     @property
     def slowed(self) -> tuple[tuple[int, float], ...]: ...
+    @property
+    def spell(self) -> float: ...
 
 
 def point(r: Case) -> Point:
@@ -264,7 +282,7 @@ def point(r: Case) -> Point:
         low, high = r.ci_low_s, r.ci_high_s
     else:
         low, high = _interval(r)
-    return _placed(r, low, high, r.q25_s, r.q75_s, r.rounds, r.pairing, r.reach, r.slowed)
+    return _placed(r, low, high, r.q25_s, r.q75_s, r.rounds, r.pairing, r.reach, r.slowed, r.spell)
 
 
 def _interval(r: Case) -> tuple[float, float]:
@@ -274,13 +292,13 @@ def _interval(r: Case) -> tuple[float, float]:
 
 def _placed(r: Case, low: float, high: float, q25: float | None, q75: float | None,
             rounds: tuple[tuple[int, float], ...] = (), pairing: Pairing | None = None,
-            reach: float = 1.0, slowed: tuple[tuple[int, float], ...] = ()) -> Point:
+            reach: float = 1.0, slowed: tuple[tuple[int, float], ...] = (), spell: float = math.inf) -> Point:
     median = r.median_s
     if median is None:
         raise ValueError(f"a case of size {r.size} has no median to place")
     if (r.n_processes or 1) <= 1 and r.noisy:
         low, high = _noisy_single_process(median, r.iqr_s, q25, q75, low, high)
-    return Point(r.size, median, low, high, rounds, pairing, reach, slowed)
+    return Point(r.size, median, low, high, rounds, pairing, reach, slowed, spell)
 
 
 def _noisy_single_process(median: float, iqr: float | None, q25: float | None, q75: float | None,
