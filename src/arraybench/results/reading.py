@@ -275,7 +275,7 @@ def spell_reach(reading: Reading, records: Iterable[CaseRecord], stalls: bool = 
     Beside the neighbour on the 2-core VM (2026-11-29), a covered process read 1.2-1.4× its case's kept
     ones at the median, 2× at the 90th percentile, and at most 45× and 95×: PyTorch's and Numba's 2-thread
     pools stalled, their threads waiting for a CPU in most samples. Over the covered processes whose
-    threads did not wait, 79-102 of them a run, it was at most 2.1-2.4× beside the neighbour and 2.4-2.6×
+    threads did not wait, 79-102 of them a run, it was at most 2.1-3.0× beside the neighbour and 2.4-2.6×
     without it: a spell the reference saw slows a case about as much as it slowed the reference (1.4-1.9×
     here), and a case covered in every process that way, with nothing else to say it was stalled, is
     behind a rival only beyond that reach (Reading.host_reach), not beyond a stalled pool's."""

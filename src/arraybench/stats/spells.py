@@ -92,7 +92,7 @@ def stalled(waits: Sequence[float] | None) -> bool:
     """Whether a process's threads waited WAIT_BAR or more of a sample for a CPU another process held, or
     their waits were not read: a spell may then have stalled its thread pool, which slows a call far
     more than the host's speed does (a 2-thread add of 10⁶ floats 50× beside the neighbour, stats/pools),
-    where a spell its reference alone saw slowed the run's cases at most 2.1-2.6× (results.reading.spell_reach)."""
+    where a spell its reference alone saw slowed the run's cases at most 2.1-3.0× (results.reading.spell_reach)."""
     return waits is None or any(w >= WAIT_BAR for w in waits)
 
 
