@@ -132,7 +132,7 @@ class Reading:
     sifted: dict[int, tuple[CaseRecord, list[Process]]] = field(default_factory=dict, compare=False, repr=False)
     # The most a slow spell was seen to slow a case in this run (spell_reach); 1: not seen.
     spell_reach: float = 1.0
-    # The most a spell slowed a case whose threads it kept from no CPU (spell_reach(stalls=False)): the host's
+    # The most a spell slowed a case whose threads it kept from no CPU (spell_reach, the second): the host's
     # speed alone; where none was seen, spell_reach.
     host_reach: float = 1.0
 
@@ -250,8 +250,7 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
             found[family(r)].append((m.point, 1 + m.spread))  # slowest process over fastest
     families = {f: tuple(cases) for f, cases in found.items()}
     pool = pool_fastest(latest.values())
-    slowest = spell_reach(bare, latest.values()) or 1.0
-    host = spell_reach(bare, latest.values(), stalls=False) or slowest
+    slowest, host = spell_reach(bare, latest.values())
     reading = Reading(levels, prior, None, spells, full_speed, families, pool, bare.sifted, slowest, host)
     out = []
     for r in records:
@@ -265,12 +264,12 @@ def read(records: Sequence[CaseRecord], run: str, full_speed: float | None) -> t
     return out, Reading(levels, prior, pairing, spells, full_speed, families, pool, bare.sifted, slowest, host)
 
 
-def spell_reach(reading: Reading, records: Iterable[CaseRecord], stalls: bool = True) -> float | None:
+def spell_reach(reading: Reading, records: Iterable[CaseRecord]) -> tuple[float, float]:
     """The most a slow spell slowed a case in these records: over the cases with processes a spell covered
-    and processes it did not, a covered one's median over the median of the others' (None where none has
-    both); with `stalls` False, over covered processes whose threads no spell kept waiting for a CPU
-    (spells.stalled) alone. What a case covered in every process may have run faster than it read
-    (Reading.reach): it is behind a rival only beyond that (bracket.side).
+    and processes it did not, a covered one's median over the median of the others' (1 where none has
+    both); and the same over the covered processes whose threads no spell kept waiting for a CPU
+    (spells.stalled) alone (the first where there are none). What a case covered in every process may have
+    run faster than it read (Reading.reach): it is behind a rival only beyond that (bracket.side).
 
     Beside the neighbour on the 2-core VM (2026-11-29), a covered process read 1.2-1.4× its case's kept
     ones at the median, 2× at the 90th percentile, and at most 45× and 95×: PyTorch's and Numba's 2-thread
@@ -279,18 +278,19 @@ def spell_reach(reading: Reading, records: Iterable[CaseRecord], stalls: bool = 
     without it: a spell the reference saw slows a case about as much as it slowed the reference (1.4-1.9×
     here), and a case covered in every process that way, with nothing else to say it was stalled, is
     behind a rival only beyond that reach (Reading.host_reach), not beyond a stalled pool's."""
-    most: float | None = None
+    most, host = 1.0, None
     for r in records:
         if r.status != "ok" or not all(x is not None and math.isfinite(x) for x in r.samples_s):
             continue
         kept, covered = reading.rounds(r), reading.slowed(r)  # log medians: none of one where all are the other
-        if not stalls:
-            quiet = {p.round for p in split(r) if not stalled(p.waits)}
-            covered = {k: x for k, x in covered.items() if k in quiet}
-        if kept and covered:
-            level = statistics.median(math.exp(x) for x in kept.values())
-            most = max(most or 1.0, math.exp(max(covered.values())) / level)
-    return most
+        if not kept or not covered:
+            continue
+        level = statistics.median(math.exp(x) for x in kept.values())
+        most = max(most, math.exp(max(covered.values())) / level)
+        quiet = [covered[p.round] for p in split(r) if p.round in covered and not stalled(p.waits)]
+        if quiet:
+            host = max(host or 1.0, math.exp(max(quiet)) / level)
+    return most, host or most
 
 
 def pool_fastest(records: Iterable[CaseRecord]) -> dict[str | None, float]:

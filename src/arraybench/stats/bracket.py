@@ -164,10 +164,13 @@ def ahead_though_slowed(a: Point, b: Point) -> bool:
     JAX's jitted sort 305 ms in the one process kept and 342 and 387 ms in two covered, where a spell the
     reference saw slowed no case of the run more than 2.37×: at least 144 and 163 ms. Read apart, one kept
     process each, their intervals overlapped 2.8× apart; by their bounds, paired, PyTorch is ahead."""
+    floors = bool(b.slowed) and math.isfinite(b.spell)
+    if not a.slowed and not floors:
+        return False
     upper = replace(a, rounds=tuple(sorted({**dict(a.slowed), **dict(a.rounds)}.items())), slowed=()).times(b.reach)
     if a.slowed and paired_side(upper, b) < 0:
         return True
-    if not b.slowed or not math.isfinite(b.spell):
+    if not floors:
         return False
     # `times(b.reach)` puts `b` at its reach in every round; a case covered in every round has the spell's
     # in it already (results.reading.Reading.reach), and is not cut by it twice. A bound is further from
