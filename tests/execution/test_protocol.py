@@ -44,15 +44,15 @@ def test_a_line_that_is_no_message_or_the_wrong_message_says_so():
 
 def test_the_child_answers_each_request_with_its_record_and_its_backends_info(monkeypatch):
     class Executor:
-        def run(self, case, timer, seed):
-            seen.append((case, timer, seed))
+        def run(self, case, timer, seed, level=None):
+            seen.append((case, timer, seed, level))
             return blank_record(case, "error", "MemoryError: no room")
 
     seen, sent = [], []
-    request = CaseRequest(CASE, TimerConfig(min_samples=3), 5)
+    request = CaseRequest(CASE, TimerConfig(min_samples=3), 5, host_level=2e-5)
     monkeypatch.setattr(sys, "stdin", io.StringIO(protocol.encode(request) * 2))
     child.serve(Executor(), {"version": "2.0"}, 2**30, sent.append)  # type: ignore[arg-type]
-    assert seen == [(CASE, TimerConfig(min_samples=3), 5)] * 2
+    assert seen == [(CASE, TimerConfig(min_samples=3), 5, 2e-5)] * 2  # the parent's level of the host, passed on
     assert [type(r) for r in sent] == [RecordReply, RecordReply]
     assert sent[0].record.backend_info == {"version": "2.0"}
     assert sent[0].record.error == "MemoryError: no room (over --memory-limit 1 GiB)"

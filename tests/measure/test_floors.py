@@ -72,7 +72,7 @@ class StubWorker:
     def start(self) -> None:
         pass
 
-    def run(self, case: Case) -> CaseRecord:
+    def run(self, case: Case, host_level: float | None = None) -> CaseRecord:
         return replace(blank_record(case, "ok"), samples_s=(1e-3,) * 3, loops=1, median_s=1e-3)
 
     def kill(self) -> None:

@@ -3,6 +3,9 @@
 Costs are powers of two so the fake clock's sums are exact in floating point.
 """
 
+import statistics
+from dataclasses import replace
+
 import pytest
 
 from arraybench.measure import hostspeed
@@ -150,3 +153,58 @@ def test_a_threads_wait_counts_where_it_was_another_process_s_timeslice_not_its_
     if waits is not None:
         a, b = waits(), waits()
         assert b.wall >= a.wall and b.waited >= a.waited and b.runs >= a.runs
+
+
+def spell_until(core, until, slow=2.0):
+    """A kernel of 2⁻¹⁰ s on `core` whose host runs `slow`× slower (kernel and reference alike) until the
+    fake clock reads `until`: a slow spell."""
+    def call():
+        core.slow = slow if core.clock() < until else 1.0
+        core.clock.advance(core.slow * 2**-10)
+    return call
+
+
+SPELL_CFG = TimerConfig(warmup_time=2**-8, min_sample_time=2**-8, overhead_factor=0, min_time=2**-5,
+                        min_samples=5, max_time=2**-3, spell_wait=2**-1)
+
+
+@pytest.mark.parametrize(("spell_s", "level", "wait", "outlasted"), [
+    (2**-2, STEADY, 2**-1, True),  # the spell ends within the wait: sampling outlasts it
+    (2**-2, None, 2**-1, False),  # the parent saw no level, and the samples' own read alike: no spell seen
+    (2**-2, STEADY, 0.0, False),  # no wait asked for: it stops at its rule, covered
+    (2.0, STEADY, 2**-1, False),  # the spell outlasts the wait: it stops there, covered
+])
+def test_a_process_a_spell_covers_samples_on_until_the_spell_ends(fake_clock, spell_s, level, wait, outlasted):
+    """A host 2× slow for `spell_s` from the start, against the 0.03-0.1 s a process samples: the
+    Timer that knows the host's full speed (`level`, the parent's) samples on past its rule while too
+    few of its samples lie outside the spell, for at most `spell_wait`; the process is then read from
+    the samples after the spell, at the kernel's full speed."""
+    core = FakeCore(fake_clock)
+    start = fake_clock()
+    timer = Timer(spell_until(core, start + spell_s), (), config=replace(SPELL_CFG, spell_wait=wait),
+                  clock=fake_clock, reference=core.reference, level=level)
+    t = timer.run()
+    sifted = spells.sift(t.measurement.samples, t.host_ref_s, level or STEADY)
+    assert sifted.covered is not outlasted
+    if outlasted:
+        assert 0 < t.outlasted_s < wait and fake_clock() - start > spell_s
+        assert statistics.median(sifted.samples) == pytest.approx(2**-10, rel=0.01)
+        assert sifted.in_spell > 0  # the spell's samples are kept in the record, and set aside when read
+    else:
+        assert statistics.median(t.measurement.samples) == pytest.approx(2 * 2**-10, rel=0.01)
+        assert t.outlasted_s < wait + 2**-5  # the wait, and the sample that passed it
+        assert fake_clock() - start < spell_s + wait + 2**-4
+
+
+def test_the_parent_level_follows_the_processes_of_the_last_seconds(fake_clock):
+    recent = spells.RecentLevel(span=10.0, clock=fake_clock)
+    assert recent.level() is None
+    recent.add([1.0] * 10)
+    fake_clock.advance(6.0)
+    recent.add([3.0] * 10)
+    assert recent.level() == 1.0  # the fastest tenth of all twenty
+    fake_clock.advance(5.0)  # the first process is 11 s old: gone
+    recent.add([4.0] * 10)
+    assert recent.level() == 3.0
+    recent.add(None)  # a process with no reference adds nothing
+    assert recent.level() == 3.0

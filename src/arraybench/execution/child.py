@@ -231,7 +231,7 @@ def serve(executor: CaseExecutor, info: dict[str, Any], memory_limit: int | None
     for line in sys.stdin:
         request = protocol.decode_request(line)
         if request.visit_s is None:
-            record = executor.run(request.case, request.timer, request.seed)
+            record = executor.run(request.case, request.timer, request.seed, level=request.host_level)
         else:
             record = executor.run(request.case, request.timer, request.seed, pause, request.visit_s)
         record = replace(record, backend_info=info, pool_ref_s=None if pool is None else (pool,))

@@ -50,6 +50,7 @@ from arraybench.measure.casecache import DEFAULT_LIMIT as DEFAULT_CACHE_LIMIT
 from arraybench.measure.timing import VISIT_S, TimerConfig
 from arraybench.results import ResultsWriter, measured
 from arraybench.results.record import FAILED, MEDIAN, PROCESS, CaseRecord, ProcessRecord, registry, stats_fields
+from arraybench.stats.spells import RecentLevel
 from arraybench.units import format_seconds, format_size
 from arraybench.workloads import blank_record, case_size
 
@@ -272,8 +273,8 @@ class Worker:
             self.proc.wait()
             raise WorkerDied(self.death_reason()) from None
 
-    def run(self, case: Case) -> CaseRecord:
-        self.send(CaseRequest(case, self.config.timer, self.config.seed))
+    def run(self, case: Case, host_level: float | None = None) -> CaseRecord:
+        self.send(CaseRequest(case, self.config.timer, self.config.seed, host_level=host_level))
         return protocol.expect(self.read(self.config.timeout), RecordReply).record
 
     def dump_stacks(self, wait_s: float = 2.0) -> str | None:
@@ -625,6 +626,9 @@ class WorkerPool:
         # The round the pool's workers serve (Runner sets it): their layouts derive from it
         # (layout_seed); None, a pool outside rounds (a Dask worker's): random layouts.
         self.round: int | None = None
+        # The host's full speed over the processes of the last seconds, which each process sampling
+        # alone takes along, to sample on through a slow spell that covers it (Timer's `level`).
+        self.recent = RecentLevel()
 
     def expect(self, cases: Iterable[Case]) -> None:
         """Note the cases the pool is to run, so its workers measure the floors of their modes only
@@ -648,7 +652,8 @@ class WorkerPool:
         worker, startup_s = ready
         try:
             self.only(worker)
-            rec = worker.run(case)
+            rec = worker.run(case, self.recent.level())
+            self.recent.add(rec.host_ref_s)
             return rec if startup_s is None else replace(rec, startup_s=startup_s)
         except (WorkerTimeout, WorkerDied) as e:
             return self._lost(case, e)
@@ -683,6 +688,7 @@ class WorkerPool:
                     waiting.append((i, worker))
                 else:
                     rec = protocol.expect(reply, RecordReply).record
+                    self.recent.add(rec.host_ref_s)
                     records[i] = rec if startups.get(i) is None else replace(rec, startup_s=startups[i])
             except (WorkerTimeout, WorkerDied) as e:
                 records[i] = self._lost(cases[i], e)

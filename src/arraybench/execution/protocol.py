@@ -36,20 +36,25 @@ class ProtocolError(Exception):
 @dataclass(frozen=True)
 class CaseRequest:
     """Parent to child: measure this case with this timer; inputs come from the run's seed.
-    `visit_s`: sample in turns of about this many seconds, pausing between them (PausedReply)."""
+    `visit_s`: sample in turns of about this many seconds, pausing between them (PausedReply).
+    `host_level`: the host reference's full-speed level over the processes the parent saw last
+    (Timer's `level`: sampling on through a slow spell); None where it has seen none."""
 
     TYPE: ClassVar[str] = "request"
     case: Case
     timer: TimerConfig
     seed: int
     visit_s: float | None = None
+    host_level: float | None = None
 
     def fields(self) -> dict[str, Any]:
-        return {"case": self.case.to_dict(), "timer": asdict(self.timer), "seed": self.seed, "visit_s": self.visit_s}
+        return {"case": self.case.to_dict(), "timer": asdict(self.timer), "seed": self.seed, "visit_s": self.visit_s,
+                "host_level": self.host_level}
 
     @classmethod
     def of(cls, msg: dict[str, Any]) -> CaseRequest:
-        return cls(Case.from_dict(msg["case"]), TimerConfig(**msg["timer"]), msg["seed"], msg.get("visit_s"))
+        return cls(Case.from_dict(msg["case"]), TimerConfig(**msg["timer"]), msg["seed"], msg.get("visit_s"),
+                   msg.get("host_level"))
 
 
 @dataclass(frozen=True)

@@ -176,10 +176,11 @@ class CaseExecutor:
         return Expected(arrays[0] if len(arrays) == 1 else tuple(arrays), None, tol, entry.meta["method"], source)
 
     def run(self, case: Case, config: TimerConfig, run_seed: int, pause: Pause | None = None,
-            visit_time: float = VISIT_S) -> CaseRecord:
+            visit_time: float = VISIT_S, level: float | None = None) -> CaseRecord:
         """Measure `case`: its record, whatever happened (a failure is the case's result, never raised).
         With `pause`, its sampling is cut into visits of `visit_time` seconds with `pause(turn)` before
-        and between them (Timer), while its other environments' processes take their turns."""
+        and between them (Timer), while its other environments' processes take their turns. `level`:
+        the host's full-speed reference as the parent last saw it (Timer: sampling on through a spell)."""
         draft = Draft(blank_record(case, "error"))
         try:
             wl = resolve_workload(case.workload, case.source)
@@ -190,7 +191,7 @@ class CaseExecutor:
                 reason = wl.unsupported.get((case.backend, case.mode), f"no {case.mode} implementation")
                 return replace(draft.record, status="unsupported", error=reason)
             args, expected = self._prepare(wl, case, run_seed, draft)
-            timing = self._time(wl, builder, case, config, args, draft, pause, visit_time)
+            timing = self._time(wl, builder, case, config, args, draft, pause, visit_time, level)
             self._check(wl, case, timing, expected, draft)
         except Unavailable as e:
             return replace(draft.record, status="unsupported", error=str(e))
@@ -226,7 +227,8 @@ class CaseExecutor:
         return args, expected
 
     def _time(self, wl: Workload, builder: Any, case: Case, config: TimerConfig, args: tuple,
-              draft: Draft, pause: Pause | None = None, visit_time: float = VISIT_S) -> Any:
+              draft: Draft, pause: Pause | None = None, visit_time: float = VISIT_S,
+              level: float | None = None) -> Any:
         """Build the callable and time it (with the GPU's cold figure and clocks); returns the Timer's result."""
         be = self.backend
         try:
@@ -248,7 +250,8 @@ class CaseExecutor:
             try:
                 timing = Timer(fn, args, sync=sync, config=config, pipelined=be.pipelined,
                                reference=measure_reference, pause=pause, visit_time=visit_time,
-                               waits=self.waits, memory=watch if isinstance(watch, Phases) else None).run()
+                               waits=self.waits, memory=watch if isinstance(watch, Phases) else None,
+                               level=level).run()
             finally:  # the allocator's steady state back, whatever the calls raised
                 if isinstance(watch, Phases):
                     watch.close()
@@ -307,6 +310,7 @@ class CaseExecutor:
             minor_faults_per_call=timing.minor_faults_per_call,
             warmup_calls=timing.warmup_calls,
             visits=timing.visits,
+            outlasted_s=timing.outlasted_s or None,
             overhead_s=timing.overhead_s,
             latency_s=timing.latency_s,
             max_abs_err=check.max_abs_err,

@@ -91,6 +91,9 @@ class ProcessRecord:
     visits: int | None = described("count", "runs of several environments (`--env`): the stretches its sampling was "
                                           "cut into, each environment's process of the case taking its turn "
                                           "between them (A, B, A, B); `null`: one stretch")
+    outlasted_s: float | None = described("s", "seconds it sampled past its stopping rule while a slow spell of "
+                                             "the host covered its samples, waiting for the spell to end "
+                                             "(`spell_wait`); `null`: it stopped at its rule")
     overhead_s: float | None = described("s", "the clock+sync cost of one sample, measured before timing")
     first_call_s: float | None = described("s", "its first call, timed alone")
     transfer_s: float | None = described("s", "its host→device copy of the inputs")
@@ -259,6 +262,8 @@ class CaseRecord:
     warmup_calls: int | None = described("calls", "calls made to warm up", scope=PROCESS)
     visits: int | None = described("count", "`--env`: the turns its sampling took, alternating with the other "
                                           "environments' processes of the case", scope=PROCESS)
+    outlasted_s: float | None = described("s", "sampling past its rule to outlast a slow spell of the host",
+                                          scope=PROCESS)
     overhead_s: float | None = described("s", "clock+sync cost of one sample (a case: its processes' median)",
                                          merge=MEDIAN)
     # Where one process spent its time (on a case line: in `replicates`; `wall_s` summed).

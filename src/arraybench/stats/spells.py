@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # A window's level, and a run's full speed over all its references (nominal): this quantile of them.
@@ -185,3 +187,31 @@ def slowdown(refs: Sequence[float], full_speed: float | None) -> float | None:
     if not refs or not full_speed:
         return None
     return statistics.median(refs) / full_speed
+
+
+# The parent's view of the host's full speed, which each process it starts takes along (measure.timing.Timer's
+# `level`: it samples on through a spell that covers it): the level of the references of the processes
+# that ended in the last RECENT_S seconds. Long enough to hold fast stretches between spells (0.2-0.7 s
+# each, 70-85 % of the time on the worst days seen); short enough to follow a host whose speed moves
+# over minutes, as a window's level does.
+RECENT_S = 20.0
+
+
+class RecentLevel:
+    """The host reference's level over the processes of the last `span` seconds (`add` each one's)."""
+
+    def __init__(self, span: float = RECENT_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.span, self.clock = span, clock
+        self.seen: deque[tuple[float, tuple[float, ...]]] = deque()
+
+    def add(self, refs: Sequence[float] | None) -> None:
+        """A process's references (`host_ref_s`), as it ends."""
+        if refs:
+            self.seen.append((self.clock(), tuple(refs)))
+
+    def level(self) -> float | None:
+        """window_level over the references of the processes that ended within `span`; None without any."""
+        now = self.clock()
+        while self.seen and now - self.seen[0][0] > self.span:
+            self.seen.popleft()
+        return window_level([r for _, refs in self.seen for r in refs])
