@@ -4,10 +4,14 @@ import math
 import random
 from dataclasses import replace
 
+import pytest
+
 from arraybench.core.case import Case
 from arraybench.execution.more_rounds import THRESHOLD, more_rounds, to_decide
 from arraybench.execution.parent import merge_processes
+from arraybench.execution.session import further_budget
 from arraybench.results import ResultsWriter, load_results
+from arraybench.results.record import ProcessRecord
 from arraybench.stats import bracket
 from arraybench.stats.sequential import StopRule
 from arraybench.stats.student import LogRatio
@@ -550,3 +554,15 @@ def test_a_pair_two_times_apart_left_open_may_overdraw_the_budget_by_its_reserve
     assert spend(rule, 4, wants, set(), asked, {"numba", "numpy"}, spent()) == set()
     assert spend(rule, 4, wants, set(), asked, {"numba", "numpy"}, spent(), wide=1.0) == {0, 1}
     assert spend(rule, 4, wants, set(), asked, {"numba", "numpy"}, spent(), wide=0.8) == set()
+
+
+def test_the_default_budget_pays_for_the_time_its_first_rounds_spent_waiting_out_spells():
+    """Waiting out a spell (TimerConfig.spell_wait) and a further round both buy a case a round no spell
+    covered: the default budget is a share of the first rounds' time, less their waiting."""
+    case = Case("w", (("n", 10),), "numpy", "eager", "float64", 1)
+    waited = replace(blank_record(case, "ok"), wall_s=60.0,
+                     replicates=(ProcessRecord(outlasted_s=0.5), ProcessRecord(), ProcessRecord(outlasted_s=1.5)))
+    alone = replace(blank_record(case, "ok"), wall_s=40.0, outlasted_s=1.0)  # one process, no replicates
+    assert further_budget([waited, alone], 0.15) == pytest.approx(0.15 * 100 - 3.0)
+    assert further_budget([replace(alone, wall_s=None)], 0.15) == 0.0  # never below nothing
+    assert further_budget([replace(waited, replicates=())], 0.15) == pytest.approx(9.0)

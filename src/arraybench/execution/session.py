@@ -7,7 +7,7 @@ import dataclasses
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -261,6 +261,19 @@ BUDGET_SHARE = 0.15
 ENV_BUDGET_SHARE = 4.0
 
 
+def further_budget(records: Iterable[CaseRecord], share: float) -> float:
+    """The seconds further rounds may take by default: `share` of what the first rounds' processes took
+    (`records`: their case lines), less what those processes spent sampling on through a slow spell
+    (`outlasted_s`, TimerConfig.spell_wait). Both buy a case a round a spell did not cover; waiting out a
+    spell buys it for 0.3-0.5 s, a further process for ~0.9 s in `make bench` on the 2-core VM, where the
+    waiting took 71-83 s of a 1000 s run and, counted apart, its wall was 1.33× main's before issue 41
+    in two pairs of runs in turns."""
+    records = list(records)
+    spent = sum(r.wall_s or 0.0 for r in records)
+    waited = sum(p.outlasted_s or 0.0 for r in records for p in (r.replicates or (r,)))
+    return max(0.0, share * spent - waited)
+
+
 def first_rounds(settings: RunSettings) -> int:
     """The rounds every case is measured in before its questions are looked at."""
     return min(FIRST_ROUNDS, settings.timer.processes)
@@ -272,8 +285,8 @@ def measure_open_questions(runner: Runs, plan: list[Case], writer: ResultsWriter
     run's budget."""
     budget = settings.budget
     if budget is None:
-        spent = sum(r.wall_s or 0.0 for r in load_results(writer.path).latest().values())
-        budget = (ENV_BUDGET_SHARE if settings.envs else BUDGET_SHARE) * spent
+        budget = further_budget(load_results(writer.path).latest().values(),
+                                ENV_BUDGET_SHARE if settings.envs else BUDGET_SHARE)
 
     def grow(n: int) -> None:
         if isinstance(progress, Progress):

@@ -93,11 +93,11 @@ class TimerConfig:
     # outside it to read it by: stats.spells.sift, against the host's level the parent last saw), it
     # samples on, at most this many seconds, for the spell to end: a spell lasts 0.2-0.7 s on the 2-core
     # VM, and a process's 0.03-0.1 s of samples (planning.suites.SUITE_TIMER) lay wholly in one in 32-44 %
-    # of processes, leaving its case that round with no number a spell did not reach. In a `make bench`
-    # run that waited up to 0.5 s, 280 of 959 processes waited: 143 saw their spell end within 0.3 s and
-    # 179 within 0.5 s, for 59 s and 83 s of sampling (of a 992 s run); the last 0.2 s cost 0.66 s a
-    # process it served. 0: stop at the rule.
-    spell_wait: float = 0.3
+    # of processes, leaving its case that round with no number a spell did not reach. In `make bench`
+    # runs on that VM a wait of up to 0.5 s left 18 % of processes covered (83 s of waiting in a 992 s
+    # run), one of up to 0.3 s 28 % (71 s; with the parent's level over 10 s, not 20). The waiting is
+    # taken from the budget of further rounds (execution.session.further_budget). 0: stop at the rule.
+    spell_wait: float = 0.5
 
 
 @dataclass(frozen=True)

@@ -194,9 +194,10 @@ def slowdown(refs: Sequence[float], full_speed: float | None) -> float | None:
 # that ended in the last RECENT_S seconds. Long enough to hold fast stretches between spells (0.2-0.7 s
 # each, 70-85 % of the time on the worst days seen); short enough to follow the host as a window's level
 # does (its round of one size: a few seconds). Over a `make bench` run's 959 processes, this level over
-# the last 10 s read 1.00× its process's window level at the median, under 1/1.1× of it (stricter) for
-# 9 % of them and over 1.1× for 13 %; over 20 s, 14 % and 12 %; over 5 s, 8 % and 17 %.
-RECENT_S = 10.0
+# the last 20 s read 1.00× its process's window level at the median, under 1/1.1× of it (stricter) for
+# 14 % of them and over 1.1× for 12 %; over 10 s, 9 % and 13 %. Stricter served better: with 20 s (and a
+# wait of 0.5 s) 18 % of `make bench`'s processes stayed covered, with 10 s (and 0.3 s) 28 %.
+RECENT_S = 20.0
 
 
 class RecentLevel:
