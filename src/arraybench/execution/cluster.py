@@ -122,11 +122,11 @@ class ClusterTarget:
         named_by = time.monotonic() + WAIT_FOR_NAMED
         while True:
             workers = dask_workers(client)
-            if not any(w.offers({SLOT: 1}) for w in workers):
-                raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
             try:
+                if not any(w.offers({SLOT: 1}) for w in workers):
+                    raise UsageError(f"no Dask worker at {where} offers the {SLOT!r} resource; {WORKER_HINT}")
                 return workers, self.pins(workers, client.run(socket.gethostname) if self.on else {})
-            except UsageError:  # a worker --on names may still be joining
+            except UsageError:  # a worker --on names, or one that offers the resource, may still be joining
                 if time.monotonic() >= named_by:
                     raise
                 time.sleep(POLL)
