@@ -13,6 +13,12 @@ n = 1000, processes of 0.78, 1.50 and 0.84 µs). Two things timed beside each sa
   core is free, so a neighbour busy on one of two cores leaves it at full speed while a 2-thread
   kernel loses half its cores (3.3× slower on the 2-core VM); its threads' wait says so.
 
+The memory reference (a copy through DRAM before and after a process's samples) is no third signal:
+over eight runs, with the neighbour and without it, the processes whose copy read slow (over 1.5× the
+other copy, or 1.5-2× the window's fastest) ran 0.90-1.04× their case's other processes at the
+median, memory-bound cases too, where the unflagged ones ran 0.96-1.00× theirs
+(docs/how-a-number-is-made.md §9).
+
 A sample is judged by its reference against its *window* (the samples measured together: one round
 of one workload at one parameter point, its rivals one after the other; a process alone is a
 window of its own), whose level is the WINDOW_QUANTILE of its references, the host at its best
