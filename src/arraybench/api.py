@@ -299,6 +299,7 @@ def run(
     timeout: float | None = None,
     min_time: float | None = None,
     max_time: float | None = None,
+    spell_wait: float | None = None,
     min_samples: int | None = None,
     processes: int | None = None,
     refine: int | None = None,

@@ -59,6 +59,18 @@ def test_cli_and_python_api_make_the_same_settings_from_the_same_options(monkeyp
     assert cli.timer == dataclasses.replace(TimerConfig(), min_time=0.5, processes=2)  # chosen workloads: no suite
 
 
+def test_the_spell_wait_is_a_sampling_option_of_every_kind_of_run(monkeypatch):
+    """--spell-wait goes to the timer that samples (the suite's, or the plain one), as --max-time does; 0 stops
+    each process at its rule however a spell covers its samples."""
+    assert SUITE_TIMER.spell_wait == QUICK_TIMER.spell_wait == TimerConfig().spell_wait > 0
+    assert cli_settings("--spell-wait", "0").timer == dataclasses.replace(SUITE_TIMER, spell_wait=0.0)
+    assert cli_settings("--quick", "--spell-wait", "2").timer == dataclasses.replace(QUICK_TIMER, spell_wait=2.0)
+    assert (cli_settings("--workloads", "sort", "--spell-wait", "0.25")
+            == api_settings(monkeypatch, "sort", spell_wait=0.25))
+    with pytest.raises(UsageError, match="--spell-wait must be 0 or more seconds, and finite, not nan"):
+        run_settings(spell_wait=float("nan")).validate()
+
+
 def test_a_workload_file_alone_runs_its_workloads_with_the_plain_timer(monkeypatch):
     cli = cli_settings("--workload-file", str(USER_FILE))
     api = api_settings(monkeypatch, str(USER_FILE))

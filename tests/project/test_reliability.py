@@ -74,6 +74,8 @@ BAD_INPUTS = [
     ("run --threads 0", "--threads must be at least 1, not 0"),
     ("run --threads two", "argument --threads: invalid int value: 'two'"),
     ("run --timeout 0", "argument --timeout: must be positive, not 0"),
+    ("run --spell-wait -0.5", "--spell-wait must be 0 or more seconds, and finite, not -0.5"),
+    ("run --spell-wait inf", "--spell-wait must be 0 or more seconds, and finite, not inf"),
     ("run --memory-limit 2X", "argument --memory-limit: bad size '2X': expected e.g. 2G, 512M or a byte count"),
     ("run --memory-limit 0", "argument --memory-limit: '0' is below 1M"),
     ("run --output-dir {tmp}/a_file/sub", "cannot write to output directory '{tmp}/a_file/sub': Not a directory"),

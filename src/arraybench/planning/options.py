@@ -67,6 +67,8 @@ def sampling_default(name: str, unit: str = "") -> str:
     (what a run really uses), so the help cannot drift from the code."""
     plain, quick, chosen = (getattr(sampling(suite, default, {}), name)
                             for suite, default in ((None, True), ("quick", False), (None, False)))
+    if plain == quick == chosen:
+        return f"default {plain:g}{unit}"
     if plain == chosen:
         return f"default {quick:g}{unit} with --quick, {plain:g}{unit} otherwise"
     return (f"default {plain:g}{unit} in a plain run or a suite, {quick:g}{unit} with --quick, "
@@ -101,6 +103,11 @@ RUN_OPTIONS: tuple[Option, ...] = (
            help=f"seconds of sampling in each process of a case ({sampling_default('min_time', ' s')})"),
     Option("max_time", ("--max-time",), "positive_float", setting="timer",
            help=f"cap on sampling in each process of a case ({sampling_default('max_time', ' s')})"),
+    Option("spell_wait", ("--spell-wait",), "float", setting="timer", metavar="SECONDS",
+           help="seconds a process may sample past its rule while a slow spell of the host (its reference "
+                "loop timed beside each sample, against the last 20 s) covers its samples, so that enough lie "
+                f"outside it ({sampling_default('spell_wait', ' s')}; 0: stop at the rule; "
+                "docs/how-a-number-is-made.md §3)"),
     Option("min_samples", ("--min-samples",), "positive_int", setting="timer",
            help=f"samples in each process of a case at least ({sampling_default('min_samples')})"),
     Option("processes", ("--processes",), "positive_int", setting="timer",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -143,6 +144,8 @@ class RunSettings:
             raise UsageError(f"--refine must be 0 or more rounds, not {self.refine}")
         if self.budget is not None and not self.budget >= 0:
             raise UsageError(f"--budget must be 0 or more seconds, not {self.budget}")
+        if not 0 <= self.timer.spell_wait < math.inf:
+            raise UsageError(f"--spell-wait must be 0 or more seconds, and finite, not {self.timer.spell_wait}")
 
 
 def sampling(suite: str | None, default_suite: bool, given: dict[str, Any]) -> TimerConfig:
@@ -174,6 +177,7 @@ def run_settings(
     timeout: float | None = None,
     min_time: float | None = None,
     max_time: float | None = None,
+    spell_wait: float | None = None,
     min_samples: int | None = None,
     processes: int | None = None,
     workload_file: str | os.PathLike[str] | None = None,
@@ -201,7 +205,8 @@ def run_settings(
         names = list(load_workload_file(source))
     if suite is not None and (workloads or sizes):
         raise UsageError(f"the {suite} suite chooses workloads and sizes; leave out --workloads and --sizes")
-    given = {"min_time": min_time, "max_time": max_time, "min_samples": min_samples, "processes": processes}
+    given = {"min_time": min_time, "max_time": max_time, "spell_wait": spell_wait, "min_samples": min_samples,
+             "processes": processes}
     defaults = RunSettings()
     return RunSettings(
         workloads=names or defaults.workloads,
