@@ -15,6 +15,7 @@ from typing import Any, Literal
 from arraybench.planning.refine import ROUNDS as REFINE_ROUNDS
 from arraybench.planning.settings import RunSettings, default_threads, parse_list, parse_params, sampling
 from arraybench.planning.suites import SUITES
+from arraybench.stats.spells import RECENT_S
 
 # How the command line reads an option's text (cli/arguments.ARGUMENT_TYPES gives each its argparse
 # type or action): as it is; a comma-separated list; NAME=VALUE pairs; a number (positive ones
@@ -105,8 +106,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
            help=f"cap on sampling in each process of a case ({sampling_default('max_time', ' s')})"),
     Option("spell_wait", ("--spell-wait",), "float", setting="timer", metavar="SECONDS",
            help="seconds a process may sample past its rule while a slow spell of the host (its reference "
-                "loop timed beside each sample, against the last 20 s) covers its samples, so that enough lie "
-                f"outside it ({sampling_default('spell_wait', ' s')}; 0: stop at the rule; "
+                f"loop timed beside each sample, against the last {RECENT_S:g} s) covers its samples, so that "
+                f"enough lie outside it ({sampling_default('spell_wait', ' s')}; 0: stop at the rule; "
                 "docs/how-a-number-is-made.md §3)"),
     Option("min_samples", ("--min-samples",), "positive_int", setting="timer",
            help=f"samples in each process of a case at least ({sampling_default('min_samples')})"),
