@@ -95,6 +95,11 @@ class Backend:
     spans_devices: ClassVar[bool] = False
     jit_modes: ClassVar[tuple[str, ...]] = ()
     jit_name: ClassVar[str | None] = None
+    # Whether its worker gets a temporary directory of its own, removed with it (parent.Worker): for a
+    # framework that leaves files there that only an exit handler would remove. Not for one that keeps a
+    # cache there: PyTorch's Inductor builds its precompiled header (147 MB, 8-10 s on the 2-core VM) in
+    # the system's temporary directory, once a machine, and once a worker where each has its own.
+    private_tmp: ClassVar[bool] = False
 
     def __init__(self, threads: int, dtype: str, device: str = "cpu") -> None:
         self.threads = threads

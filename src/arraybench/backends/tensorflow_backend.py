@@ -25,6 +25,9 @@ class TensorflowBackend(Backend):
     spans_devices = True
     jit_modes = ("jit",)
     jit_name = "tf.function(jit_compile=True)"
+    # Autograph writes a module for each function it converts (__autograph_generated_file*.py), removed
+    # only at exit, and a worker ends by SIGKILL: two files per worker of `selu` were left in /tmp.
+    private_tmp = True
 
     @classmethod
     def version(cls) -> str | None:

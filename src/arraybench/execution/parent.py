@@ -201,14 +201,16 @@ class Worker:
             cmd += ["--floors", ",".join(floors)]
         if layout is not None and not config.fixed_layout:
             cmd += ["--layout-seed", str(layout)]
-        # Its own temporary directory, removed with it (kill): a worker ends by SIGKILL, so no atexit of its
-        # runs, and TensorFlow's autograph leaves the files it writes for each function it converts
-        # (/tmp/__autograph_generated_file*.py, two per worker of `selu`) wherever the temporary files go.
-        # Inside the run's cache where there is one, which the run removes even if a worker's is left.
-        if config.cache_dir is not None:
-            config.cache_dir.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix="worker-tmp-", dir=config.cache_dir))
-        env = {**worker_env(case, config.fixed_layout, config.envs.get(case.env), layout), "TMPDIR": str(self.tmp)}
+        # A framework that leaves files in the temporary directory (Backend.private_tmp) gets one of its own,
+        # removed with the worker (kill): a worker ends by SIGKILL, so no exit handler of its runs. Inside
+        # the run's cache where there is one, which the run removes even if a worker's is left.
+        self.tmp: Path | None = None
+        env = worker_env(case, config.fixed_layout, config.envs.get(case.env), layout)
+        if backend_class(case.backend).private_tmp:
+            if config.cache_dir is not None:
+                config.cache_dir.mkdir(parents=True, exist_ok=True)
+            self.tmp = Path(tempfile.mkdtemp(prefix="worker-tmp-", dir=config.cache_dir))
+            env["TMPDIR"] = str(self.tmp)
         # Its own session: Ctrl-C reaches only us, and we decide what the workers do.
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env, start_new_session=True,
@@ -343,7 +345,8 @@ class Worker:
                 pass
         self.proc.wait()
         self._log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class RoundOptions(TypedDict, total=False):
