@@ -352,3 +352,29 @@ def test_a_case_the_host_ran_slower_beside_in_one_run_shows_no_change(tmp_path):
     assert hosted.verdict == NOISY and "×1.62" in hosted.note and "another speed in one run" in hosted.note
     assert verdict(1.88e-6, 6.1e-6).verdict == SLOWER  # one host speed: the change is the case's
     assert verdict(1.88e-6, 4.0e-6).verdict == SLOWER  # the host ran faster, the case slower anyway
+
+
+def test_the_hosts_speed_beside_a_case_is_read_over_its_processes_as_its_time_is(tmp_path):
+    """Beside the neighbour NumPy's finite-difference gradient at n = 100 read 1.97, 1.03 and 2.04 ms in the
+    processes of one run, beside references of 13.2, 7.6 and 13.4 µs, and 0.94, 0.99 and 1.72 ms in an
+    identical run, beside 7.7, 8.0 and 13.3 µs. Over all their samples (10, 33 and 238; 46, 66 and 117) the
+    two runs' references both read about 13 µs, and compare called the second ×0.46 faster; over the
+    processes, as the case's time is read, the host ran 1.65× faster beside it, and the change is the host's."""
+    def run(name: str, procs: list[tuple[float, int, float]]):
+        # Every rival of a round ran beside the same reference: the host slow for that stretch, not a spell.
+        def with_refs(r: CaseRecord, counts: list[int]) -> CaseRecord:
+            return replace(r, host_ref_s=tuple(ref for (_, _, ref), n in zip(procs, counts, strict=True)
+                                               for _ in range(n)))
+        others = [with_refs(record("numpy", "eager", d, processes(1e-3 * d, count=3, seed=d)), [30] * 3)
+                  for d in range(2, 6)]
+        case = record("numpy", "fd", 2, [samples(center, n=n, seed=i) for i, (center, n, _) in enumerate(procs)])
+        case = with_refs(case, [n for _, n, _ in procs])
+        return load_results(results_file(tmp_path / f"{name}.jsonl", [*others, case]))
+
+    # The processes' times kept close, so that their spread decides nothing: the host's speed alone does.
+    base = run("base", [(2.0e-3, 10, 13.2e-6), (1.96e-3, 33, 7.6e-6), (2.04e-3, 238, 13.4e-6)])
+    new = run("new", [(0.98e-3, 46, 7.7e-6), (1.0e-3, 66, 8.0e-6), (1.02e-3, 117, 13.3e-6)])
+    c = next(c for c in compare(base, new).cases if c.base.mode == "fd")
+    assert c.verdict == NOISY and "another speed in one run" in c.note and "×0.61" in c.note
+    steady = run("steady", [(0.98e-3, 46, 13.2e-6), (1.0e-3, 66, 13.4e-6), (1.02e-3, 117, 13.3e-6)])
+    assert next(c for c in compare(base, steady).cases if c.base.mode == "fd").verdict == FASTER

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from arraybench.comparison import memory_change
@@ -18,7 +19,7 @@ from arraybench.comparison.matching import (
 )
 from arraybench.comparison.outcome import BROKEN, MIN_SPREAD_DF, NOT_COMPARED, CaseComparison, Comparison
 from arraybench.results import Results, measured
-from arraybench.results.reading import paired_prior_of, process_rounds
+from arraybench.results.reading import paired_prior_of, process_rounds, split
 from arraybench.results.record import FAILED, CaseRecord
 from arraybench.stats import modes, pools, power, spells, wakes
 from arraybench.stats.between_runs import MIN_EARLIER_RUNS, RunSpread, case_spreads, pair_spread, run_spread
@@ -137,7 +138,7 @@ def woken(c: CaseComparison) -> CaseComparison:
 
 
 def hosted(c: CaseComparison) -> CaseComparison:
-    """`c`, too noisy to say where the host's reference (stats/spells.host_level) ran SPELL_FACTOR× or more
+    """`c`, too noisy to say where the host's reference (host_level) ran SPELL_FACTOR× or more
     slower beside one side's samples than beside the other's, the way the case moved. Spells are read within
     a window, so a host slow for minutes sets nothing aside in a run (its rivals were slowed alike), and
     two runs of it differ by the host: of two identical runs beside the neighbour, NumPy's add of 7943
@@ -145,13 +146,28 @@ def hosted(c: CaseComparison) -> CaseComparison:
     reference ran 9.2-10.0 µs against 5.9-6.1 µs, and compare called it ×1.38 slower."""
     if c.verdict not in (SLOWER, FASTER) or c.result is None:
         return c
-    base, new = spells.host_level(c.base.host_ref_s), spells.host_level(c.new.host_ref_s)
+    base, new = host_level(c.base), host_level(c.new)
     if base is None or new is None or not spells.explains(c.result.ratio, base, new):
         return c
     why = (f"the host's reference loop ran in {format_seconds(base)} beside base's samples and "
            f"{format_seconds(new)} beside new's (×{new / base:.2f}): the host ran at another speed in one run, "
            "which moves every case of those minutes alike")
     return too_noisy(c, why)
+
+
+def host_level(r: CaseRecord) -> float | None:
+    """How fast the host ran beside `r`, as `r`'s time is read: the median over its processes of each one's
+    reference level (spells.host_level), not over all their samples, where the process that sampled longest
+    speaks for the rest. Beside the neighbour NumPy's finite-difference gradient at n = 100 read 1.97, 1.03
+    and 2.04 ms in the three processes of one run, beside references of 13.2, 7.6 and 13.4 µs, and 0.94,
+    0.99 and 1.72 ms in an identical run, beside 7.7, 8.0 and 13.3 µs: over their samples (10, 33 and 238;
+    46, 66 and 117) both runs' references read about 13 µs, and compare called the second ×0.46 faster."""
+    try:
+        parts = split(r) if r.samples_s else []
+    except ValueError:  # a record whose processes' sample counts do not add up: its samples as one
+        parts = []
+    levels = [x for p in parts if (x := spells.host_level(p.refs)) is not None]
+    return statistics.median(levels) if levels else spells.host_level(r.host_ref_s)
 
 
 def pooled_apart(c: CaseComparison) -> CaseComparison:
