@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from arraybench.comparison import memory_change
@@ -156,18 +155,16 @@ def hosted(c: CaseComparison) -> CaseComparison:
 
 
 def host_level(r: CaseRecord) -> float | None:
-    """How fast the host ran beside `r`, as `r`'s time is read: the median over its processes of each one's
-    reference level (spells.host_level), not over all their samples, where the process that sampled longest
-    speaks for the rest. Beside the neighbour NumPy's finite-difference gradient at n = 100 read 1.97, 1.03
-    and 2.04 ms in the three processes of one run, beside references of 13.2, 7.6 and 13.4 µs, and 0.94,
-    0.99 and 1.72 ms in an identical run, beside 7.7, 8.0 and 13.3 µs: over their samples (10, 33 and 238;
-    46, 66 and 117) both runs' references read about 13 µs, and compare called the second ×0.46 faster."""
+    """How fast the host ran beside `r`, over its processes (spells.host_level). Beside the neighbour NumPy's
+    finite-difference gradient at n = 100 read 1.97, 1.03 and 2.04 ms in the three processes of one run,
+    beside references of 13.2, 7.6 and 13.4 µs, and 0.94, 0.99 and 1.72 ms in an identical run, beside 7.7,
+    8.0 and 13.3 µs: over their samples (10, 33 and 238; 46, 66 and 117) both runs' references read about
+    13 µs, and compare called the second ×0.46 faster."""
     try:
-        parts = split(r) if r.samples_s else []
+        parts = [p.refs for p in split(r)] if r.samples_s else []
     except ValueError:  # a record whose processes' sample counts do not add up: its samples as one
         parts = []
-    levels = [x for p in parts if (x := spells.host_level(p.refs)) is not None]
-    return statistics.median(levels) if levels else spells.host_level(r.host_ref_s)
+    return spells.host_level(parts) or spells.host_level([r.host_ref_s])
 
 
 def pooled_apart(c: CaseComparison) -> CaseComparison:

@@ -50,7 +50,7 @@ import math
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 # A window's level, and a run's full speed over all its references (nominal): this quantile of them.
@@ -78,12 +78,15 @@ def window_level(refs: Sequence[float]) -> float | None:
     return good[min(len(good) - 1, int(WINDOW_QUANTILE * len(good)))]
 
 
-def host_level(refs: Sequence[float] | None) -> float | None:
-    """How fast the host ran beside a case's samples, over all its processes: the median of their
-    references (`host_ref_s`); None without any. Within a run every rival of a window shares it; between
-    two runs it says whether the host ran at one speed in both (comparison.cases.hosted)."""
-    good = [r for r in refs or () if r > 0 and math.isfinite(r)]
-    return statistics.median(good) if good else None
+def host_level(processes: Iterable[Sequence[float] | None]) -> float | None:
+    """How fast the host ran beside a case's samples, as the case's time is read: over its processes (each
+    one's references, `host_ref_s`), the median of each one's median; None without any. Not the median of
+    every sample's, where the process that sampled longest speaks for the rest (comparison.cases.host_level).
+    Within a run every rival of a window shares it; between two runs it says whether the host ran at one
+    speed in both (comparison.cases.hosted)."""
+    levels = [statistics.median(good) for refs in processes
+              if (good := [r for r in refs or () if r > 0 and math.isfinite(r)])]
+    return statistics.median(levels) if levels else None
 
 
 def explains(ratio: float, base: float | None, new: float | None) -> bool:
