@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from arraybench.cli import build_parser, main
-from arraybench.cli.exits import EXIT_TERMINATED
+from arraybench.cli.exits import EXIT_TERMINATED, Terminated, interrupts_kept
 from arraybench.cli.run import runner_from_args, settings_from_args
 from arraybench.errors import UsageError
 from arraybench.execution import cluster
@@ -267,6 +267,30 @@ def test_help_states_the_defaults_a_plain_run_uses():
     assert "benchmark_results/RUN_ID" in text
     assert f"the {default_threads()} usable cores" in text
     assert "default 600" in text and "default float32" in text
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the finaliser's, as meant
+@pytest.mark.parametrize("signum, kind", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
+def test_a_signal_that_code_on_the_way_swallows_still_stops_the_run(signum, kind):
+    class Finalised:  # Dask's futures and clients have finalisers: one may be running when Ctrl-C comes
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signum)  # its exception is raised here, printed as "ignored", and lost
+
+    went_on = False
+    with pytest.raises(kind) as raised, interrupts_kept():
+        Finalised()
+        went_on = True
+    assert went_on and type(raised.value) is kind  # the block ran to its end, and still ends interrupted
+
+
+def test_a_ctrl_c_that_the_run_was_started_to_ignore_stays_ignored():
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # `nohup`, or `cmd &` in a script
+    try:
+        with interrupts_kept():
+            os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_sigterm_ends_like_ctrl_c_with_exit_143_and_the_resume_command(tmp_path, run_cli):

@@ -243,9 +243,13 @@ def test_ctrl_c_on_a_local_cluster_keeps_finished_cases_and_leaves_no_process(tm
     # Its own process group, as in a terminal, where Ctrl-C reaches every process of the group.
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
                             preexec_fn=default_sigint)
+    seen = []
     for line in proc.stderr:
         if line.startswith("[1/"):
             break
+        seen.append(line)
+    else:
+        pytest.fail(f"the run ended (exit {proc.wait()}) before its first case was told: {''.join(seen)[-2000:]}")
     family = psutil.Process(proc.pid).children(recursive=True)
     os.killpg(proc.pid, signal.SIGINT)
     rest = proc.stderr.read()

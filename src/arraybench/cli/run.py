@@ -18,7 +18,7 @@ from arraybench.cli.exits import (
     EXIT_OK,
     EXIT_TERMINATED,
     Terminated,
-    sigterm_as_interrupt,
+    interrupts_kept,
 )
 from arraybench.cli.store import STORE_ENV, apply_store_environment
 from arraybench.envs.spec import run_envs
@@ -132,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     keeper = None if store is None else StoreKeeper(store, stored.append)
 
     try:
-        with sigterm_as_interrupt(), terminal.progress_display() as show_progress:
+        with interrupts_kept(), terminal.progress_display() as show_progress:
 
             def on_start(n: int) -> Any:
                 print(f"arraybench {__version__}: {n} cases -> {out_dir / 'results.jsonl'}", file=sys.stderr)
