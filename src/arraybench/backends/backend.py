@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -282,6 +283,14 @@ class Backend:
         """Pay the framework's once-per-process compiler set-up, before a process's first compiled
         call (the jit floor's, else the first JIT case's, whose `build_s` then holds it), so that no
         case's first call holds it. Called before every JIT case: does its work once per process."""
+
+    @contextlib.contextmanager
+    def machine_cache(self) -> Iterator[None]:
+        """Compiles made inside go to the user's set-up cache (core/usercache.py), shared by every run
+        on this machine, not to the run's compile cache (measure/compilecache.py): for code that holds
+        no case's, whose compile no record reports (prepare_jit's throw-away graph, the jit floor).
+        A backend whose compiles no persistent cache keeps has nothing to redirect."""
+        yield
 
     def start_case(self) -> None:
         """Called before each case: forget what an earlier case in this worker left behind that

@@ -1,6 +1,7 @@
 """PyTorch: eager tensors and torch.compile (Inductor) on CPU or CUDA; several devices as one process
 each under torch.distributed (gloo on the CPU), the worker being rank 0 and driving the others."""
 
+import contextlib
 import datetime
 import hashlib
 import json
@@ -11,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -289,12 +290,17 @@ class TorchBackend(Backend):
         if self._jit_prepared:
             return
         self._jit_prepared = True
-        run_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(setup_dir("torch"))
-        try:
+        with self.machine_cache():
             if self.kind == "cpu":
                 IsaProbes.install(self.torch)
             self.torch.compile(lambda x: x + 1, dynamic=False)(self.torch.ones(1, device=self.dev))
+
+    @contextlib.contextmanager
+    def machine_cache(self) -> Iterator[None]:
+        run_cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(setup_dir("torch"))
+        try:
+            yield
         finally:
             if run_cache is None:
                 os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)

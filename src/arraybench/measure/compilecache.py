@@ -5,8 +5,8 @@ whether a first call compiled (cold) or was served from the cache (warm).
 Imports no framework and no NumPy: a worker applies `compile_cache_env` before it loads its
 framework. A directory per run, not the frameworks' defaults: torch's /tmp/torchinductor_$USER
 would otherwise make even a later run's first process warm, and its first call no compile at all.
-Only a framework's once-per-machine set-up, which holds no case's code, is shared across runs
-(TorchBackend.prepare_jit, core/usercache.py).
+Only what holds no case's code is shared across runs (Backend.machine_cache, core/usercache.py): a
+framework's once-per-machine set-up (TorchBackend.prepare_jit) and the jit floor (measure/floors.py).
 
 Which frameworks have one (checked with jax 0.10 and torch 2.13): a hit adds no file to the cache,
 so a first call that added files compiled and stored.
