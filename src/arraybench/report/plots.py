@@ -66,12 +66,16 @@ def write_plots(data: ReportData, found: list[Crossover], out_dir: Path) -> list
 
     def save(name: str, title: str, caption: str, fig: Any) -> None:
         plot = Plot(name, title, caption, plots_dir / f"{name}.svg", plots_dir / f"{name}.png")
+        # The layout and the tight box are solved once, for both files: `bbox_inches="tight"` draws the
+        # figure twice a file (once to solve, once to write) and measures every text again each time.
+        # With the box given and no layout engine left, each file is one draw: the report of a run of
+        # 19 workloads at one size spent 18 s drawing its 26 figures on the 2-core VM.
+        fig.draw_without_rendering()
+        box = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+        fig.set_layout_engine(None)
         for path, kw in ((plot.svg, {"metadata": {"Date": None}}), (plot.png, {"dpi": 110})):
             with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=path.suffix[1:], bbox_inches="tight", **kw)
-            # The SVG's draw has placed every axes: the PNG keeps that layout rather than solving the
-            # constrained layout again: a fifth to a quarter less drawing time, for the same picture.
-            fig.set_layout_engine("none")
+                fig.savefig(tmp, format=path.suffix[1:], bbox_inches=box, **kw)
         made.append(plot)
 
     with matplotlib.rc_context(RC):
