@@ -38,11 +38,13 @@ browser:
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 
-# Two pytest workers, a test file each at a time (module fixtures stay in one worker): most of the
-# suite's time is frameworks compiling tiny cases in one thread, so two files at once take 505 s
-# where one at a time took 734 s on the 2-core VM. Timing logic is tested with fake clocks.
+# Three pytest workers, a test file each at a time (module fixtures stay in one worker), the longest
+# files first (tests/conftest.py): most of the suite's time is frameworks compiling tiny cases in one
+# thread, and a quarter of it waiting on processes it started (workers' start-up, servers, kernels).
+# On the 2-core VM two workers kept the CPUs 154 % busy and took 888 s; three, 182 % and 714 s.
+# Timing logic is tested with fake clocks.
 test: venv browser postgres
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --durations=15
 
 # The unit tier (tests/conftest.py declares which tests are integration tests): fake clocks, stub
 # workers, synthetic records. Two workers as in `make test`: its 67-77 s of CPU (most of it

@@ -110,17 +110,35 @@ INTEGRATION_FIXTURES = frozenset({"run_cli", "tiny_run", "dask_cluster", "spread
 
 def is_integration(item: pytest.Item) -> bool:
     """Whether `item` is in the integration tier, by the declaration above."""
-    path = item.path.resolve()
-    module = path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
+    module = module_of(item)
     name = getattr(item, "originalname", item.name)
     return (module in INTEGRATION_MODULES or name in INTEGRATION_TESTS.get(module, ())
             or bool(INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ()))))
+
+
+# The modules that take longest under `make test` (each runs every framework's workers, several times for
+# some: 85-186 s each on the 2-core VM), started first. `--dist loadfile` runs a module whole on one xdist
+# worker, in the order of collection, where tests/workloads/ came last: one of them started last kept the
+# other workers idle at the end.
+LONGEST_FIRST = (
+    "workloads/test_workloads.py", "workloads/test_vmap.py", "execution/test_cluster.py",
+    "workloads/test_user_workloads.py", "results/test_notebook.py", "project/test_run_end_to_end.py",
+    "workloads/test_multidevice.py", "project/test_ci_example.py", "report/test_report.py",
+)
+
+
+def module_of(item: pytest.Item) -> str:
+    """`item`'s module, by its path under tests/ ("" outside it)."""
+    path = item.path.resolve()
+    return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if is_integration(item):
             item.add_marker(pytest.mark.integration)
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(module_of(item), len(rank)))  # stable: the rest keep their order
 
 
 @pytest.fixture
